@@ -1,0 +1,131 @@
+// `hpctrain doctor`: who and where every rank is, library versions, and a collective self-test.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <hdf5.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "comm/router.h"
+#include "comm/selftest.h"
+#include "runtime/check.h"
+#include "runtime/device.h"
+#include "runtime/world.h"
+
+namespace hpctrain {
+namespace {
+
+std::string blas_info() {
+  std::string cfg = at::show_config();
+  auto p = cfg.find("BLAS_INFO=");
+  if (p == std::string::npos) return "unknown";
+  auto e = cfg.find_first_of(", \n", p);
+  return cfg.substr(p + 10, e - p - 10);
+}
+
+std::string env_or(const char* name, const char* dflt) {
+  const char* v = std::getenv(name);
+  return v ? v : dflt;
+}
+
+nlohmann::json rank_report(World& w, const DeviceChoice& dev) {
+  unsigned maj, min, rel;
+  H5get_libversion(&maj, &min, &rel);
+  nlohmann::json j;
+  j["host"] = w.hostname();
+  j["rank"] = w.rank();
+  j["local_rank"] = w.local_rank();
+  j["device"] = dev.str();
+  j["gpu"] = dev.cuda ? cuda_device_name(dev.index) : "-";
+  j["gpu_mem_gib"] = dev.cuda ? cuda_device_memory_gib(dev.index) : 0.0;
+  j["visible_gpus"] = visible_cuda_devices();
+  j["torch"] = TORCH_VERSION;
+  j["mpi"] = w.mpi_library_version();
+  j["nccl"] = nccl_version_string().empty() ? "-" : nccl_version_string();
+  j["hdf5"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
+  j["blas"] = blas_info();
+  j["threads"] = at::get_num_threads();
+  j["omp_num_threads"] = env_or("OMP_NUM_THREADS", "unset");
+  return j;
+}
+
+void print_table(const std::vector<nlohmann::json>& reports, int nodes) {
+  const auto& r0 = reports[0];
+  std::printf("hpctrain doctor: %zu rank(s) on %d node(s)\n", reports.size(), nodes);
+  std::printf("libraries (rank 0): LibTorch %s | %s | NCCL %s | HDF5 %s | BLAS %s\n",
+              r0["torch"].get<std::string>().c_str(), r0["mpi"].get<std::string>().c_str(),
+              r0["nccl"].get<std::string>().c_str(), r0["hdf5"].get<std::string>().c_str(),
+              r0["blas"].get<std::string>().c_str());
+  std::printf("%-5s %-6s %-20s %-8s %-26s %-8s %-8s %s\n", "rank", "local", "host", "device",
+              "gpu", "mem_gib", "threads", "OMP_NUM_THREADS");
+  for (const auto& r : reports) {
+    std::printf("%-5d %-6d %-20s %-8s %-26s %-8.1f %-8d %s\n", r["rank"].get<int>(),
+                r["local_rank"].get<int>(), r["host"].get<std::string>().c_str(),
+                r["device"].get<std::string>().c_str(), r["gpu"].get<std::string>().c_str(),
+                r["gpu_mem_gib"].get<double>(), r["threads"].get<int>(),
+                r["omp_num_threads"].get<std::string>().c_str());
+    for (const char* key : {"torch", "mpi", "nccl", "hdf5"})
+      if (r[key] != r0[key])
+        std::printf("  WARNING: rank %d has %s %s, rank 0 has %s\n", r["rank"].get<int>(), key,
+                    r[key].get<std::string>().c_str(), r0[key].get<std::string>().c_str());
+  }
+}
+
+int doctor(World& w, const std::string& device_spec) {
+  DeviceChoice dev = choose_device(device_spec, w.local_rank(), w.local_size(),
+                                   visible_cuda_devices());
+  activate_device(dev);
+  DeviceRouter comm(w.comm(), dev.cuda ? dev.index : -1);
+
+  // Gather every rank's report as bytes over the communicator (itself a first test of it).
+  std::string mine = rank_report(w, dev).dump();
+  at::Tensor bytes = at::empty({static_cast<int64_t>(mine.size())}, at::kByte);
+  std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
+  std::vector<at::Tensor> parts;
+  comm.allgather(bytes, &parts, "doctor.report")->wait();
+  if (w.rank() == 0) {
+    std::vector<nlohmann::json> reports;
+    for (auto& p : parts)
+      reports.push_back(nlohmann::json::parse(std::string(
+          static_cast<const char*>(p.data_ptr()), static_cast<size_t>(p.numel()))));
+    print_table(reports, w.node_count());
+  }
+
+  int failed = 0;
+  std::vector<c10::Device> devices = {c10::Device(c10::kCPU)};
+  if (dev.cuda) devices.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index));
+  for (auto d : devices) {
+    auto results = run_collective_selftest(comm, d);
+    int bad = 0;
+    for (auto& r : results)
+      if (!r.ok) {
+        ++bad;
+        std::fprintf(stderr, "hpctrain doctor: rank %d: FAILED %s on %s: %s\n", w.rank(),
+                     r.check.c_str(), d.str().c_str(), r.detail.c_str());
+      }
+    if (w.rank() == 0)
+      std::printf("self-test on %s: %zu checks, %d failed on rank 0\n", d.str().c_str(),
+                  results.size(), bad);
+    failed += bad;
+  }
+  int any = 0;
+  HPC_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_SUM, w.comm()));
+  if (w.rank() == 0) std::printf(any ? "doctor: FAILED (%d failed checks over all ranks)\n" : "doctor: OK\n", any);
+  return any ? 1 : 0;
+}
+
+void add(CLI::App& root, Action& chosen) {
+  auto* cmd = root.add_subcommand("doctor", "report ranks, devices, libraries; self-test collectives");
+  auto device = std::make_shared<std::string>("auto");
+  cmd->add_option("--device", *device, "auto|cpu|cuda|cuda:N");
+  cmd->callback([&chosen, device] { chosen = [device](World& w) { return doctor(w, *device); }; });
+}
+
+CommandRegistrar reg(10, add);
+
+}  // namespace
+}  // namespace hpctrain

@@ -1,0 +1,52 @@
+// hpctrain: the command-line client of libhpctrain. Parsing happens inside the MPI world so
+// that a bad flag is reported once (rank 0) and every rank exits with code 2.
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "hpctrain_version.h"
+#include "runtime/check.h"
+#include "runtime/guard.h"
+#include "runtime/world.h"
+
+namespace hpctrain {
+namespace {
+std::multimap<int, AddCommand>& registry() {
+  static std::multimap<int, AddCommand> r;
+  return r;
+}
+}  // namespace
+CommandRegistrar::CommandRegistrar(int order, AddCommand add) { registry().emplace(order, add); }
+std::vector<AddCommand> registered_commands() {
+  std::vector<AddCommand> v;
+  for (auto& [order, add] : registry()) v.push_back(add);
+  return v;
+}
+}  // namespace hpctrain
+
+int main(int argc, char** argv) {
+  return hpctrain::run_guarded(argc, argv, [&](hpctrain::World& world) -> int {
+    CLI::App app{"hpctrain: data-parallel training on LibTorch for MPI clusters"};
+    app.set_version_flag("--version", HPCTRAIN_VERSION);
+    app.require_subcommand(1);
+    hpctrain::Action chosen;
+    for (auto add : hpctrain::registered_commands()) add(app, chosen);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      if (world.rank() == 0) app.exit(e);
+      return 0;
+    } catch (const CLI::CallForAllHelp& e) {
+      if (world.rank() == 0) app.exit(e);
+      return 0;
+    } catch (const CLI::CallForVersion&) {
+      if (world.rank() == 0) std::cout << HPCTRAIN_VERSION << "\n";
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      std::string msg = e.what();
+      throw hpctrain::CollectiveError(msg + " (see hpctrain --help)");
+    }
+    return chosen(world);
+  });
+}

@@ -1,0 +1,28 @@
+#include "comm/communicator.h"
+
+#include <c10/core/Device.h>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+const char* to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+  }
+  return "?";
+}
+
+void check_carriable(const Communicator& c, const at::Tensor& t, const char* what) {
+  if (!t.defined()) throw Error(std::string(what) + ": undefined tensor");
+  if (t.device().type() != c.device_type()) {
+    throw Error(std::string(what) + ": tensor is on " + t.device().str() + " but the " + c.name() +
+                " communicator carries " + c10::DeviceTypeName(c.device_type(), true) + " tensors");
+  }
+  if (!t.is_contiguous()) throw Error(std::string(what) + ": tensor must be contiguous");
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,61 @@
+// Communicator: the one collective interface the rest of hpctrain uses.
+//
+// Contract:
+// - Every operation is asynchronous and returns a Work handle; wait() blocks until it has
+//   completed on this rank and rethrows any error. Operations complete in submission order.
+// - All ranks must submit the same operations in the same order (as with any collective
+//   library). `tag` names the caller ("ddp.bucket[3]", "sampler") for watchdog and desync
+//   reports; it is never compared for correctness unless desync checking is on.
+// - Tensors must be contiguous and stay alive and untouched until wait() returns.
+// - Dtypes: float32, float64, float16, bfloat16 (reduced in float32, then rounded once), int32,
+//   int64, uint8 (broadcast/allgather only for uint8). kAvg needs a floating dtype.
+// - The backend is chosen from the tensor's device (see DeviceRouter); a tensor on a device the
+//   backend does not serve is an error naming both devices.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+enum class ReduceOp { kSum, kAvg, kMax, kMin };
+const char* to_string(ReduceOp op);
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until complete; rethrows the operation's error, if any. Idempotent.
+  virtual void wait() = 0;
+  // Non-blocking completion check.
+  virtual bool done() const = 0;
+};
+using WorkHandle = std::shared_ptr<Work>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The device type whose tensors this communicator carries.
+  virtual c10::DeviceType device_type() const = 0;
+  virtual std::string name() const = 0;
+
+  // In-place allreduce of one contiguous tensor.
+  virtual WorkHandle allreduce(at::Tensor t, ReduceOp op, std::string tag = {}) = 0;
+  // In-place allreduce of several tensors of one dtype, as one message.
+  virtual WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag = {}) = 0;
+  // In-place broadcast of `t` from `root`.
+  virtual WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) = 0;
+  // Gathers every rank's tensor; contributions may differ in their first dimension (and may be
+  // empty) but must agree in dtype and trailing dims. (*out)[r] is rank r's tensor.
+  virtual WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) = 0;
+  virtual WorkHandle barrier(std::string tag = {}) = 0;
+};
+
+// Checks a tensor can be carried by `c`; throws hpctrain::Error naming the devices otherwise.
+void check_carriable(const Communicator& c, const at::Tensor& t, const char* what);
+
+}  // namespace hpctrain

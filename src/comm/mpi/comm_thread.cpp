@@ -1,0 +1,78 @@
+#include "comm/mpi/comm_thread.h"
+
+namespace hpctrain {
+
+void ThreadWork::wait() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return done_; });
+  if (err_) std::rethrow_exception(err_);
+}
+
+bool ThreadWork::done() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return done_;
+}
+
+void ThreadWork::complete(std::exception_ptr err) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    done_ = true;
+    err_ = err;
+  }
+  cv_.notify_all();
+}
+
+CommThread::CommThread() : thread_([this] { loop(); }) {}
+
+CommThread::~CommThread() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CommThread::set_hooks(Hook on_start, Hook on_end) {
+  std::lock_guard<std::mutex> lk(mu_);
+  on_start_ = std::move(on_start);
+  on_end_ = std::move(on_end);
+}
+
+WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
+  auto work = std::make_shared<ThreadWork>();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    info.seq = next_seq_++;
+    queue_.push_back(Job{std::move(info), std::move(job), work});
+  }
+  cv_.notify_one();
+  return work;
+}
+
+void CommThread::loop() {
+  for (;;) {
+    Job job;
+    Hook on_start, on_end;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      on_start = on_start_;
+      on_end = on_end_;
+    }
+    std::exception_ptr err;
+    try {
+      if (on_start) on_start(job.info);
+      job.fn();
+      if (on_end) on_end(job.info);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    job.work->complete(err);
+  }
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,211 @@
+#include "comm/mpi/mpi_communicator.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "comm/mpi/comm_thread.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+namespace {
+
+// The MPI datatype that carries `s` for reductions (half types are staged in float32).
+MPI_Datatype mpi_type(at::ScalarType s) {
+  switch (s) {
+    case at::kFloat: return MPI_FLOAT;
+    case at::kDouble: return MPI_DOUBLE;
+    case at::kInt: return MPI_INT32_T;
+    case at::kLong: return MPI_INT64_T;
+    case at::kByte: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return MPI_SUM;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kMin: return MPI_MIN;
+  }
+  return MPI_OP_NULL;
+}
+
+bool is_half(at::ScalarType s) { return s == at::kHalf || s == at::kBFloat16; }
+
+void check_reducible(at::ScalarType s, ReduceOp op, const char* what) {
+  bool ok = s == at::kFloat || s == at::kDouble || is_half(s) || s == at::kInt || s == at::kLong;
+  if (!ok) throw Error(std::string(what) + ": dtype " + c10::toString(s) + " cannot be reduced");
+  if (op == ReduceOp::kAvg && !at::isFloatingType(s))
+    throw Error(std::string(what) + ": avg needs a floating dtype, got " + c10::toString(s));
+}
+
+// MPI counts are int: large buffers go in chunks.
+constexpr int64_t kChunk = INT_MAX / 16;
+
+void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op,
+                       MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
+  for (int64_t off = 0; off < count; off += kChunk) {
+    int n = static_cast<int>(std::min(kChunk, count - off));
+    HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + off * elem, n, type, op, comm));
+  }
+}
+
+// Reduces a contiguous CPU tensor in place (staging half types through float32).
+void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm) {
+  if (t.numel() == 0) return;
+  at::Tensor buf = is_half(t.scalar_type()) ? t.to(at::kFloat) : t;
+  allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(),
+                    mpi_op(op), comm);
+  if (op == ReduceOp::kAvg) buf.div_(world);
+  if (!buf.is_same(t)) t.copy_(buf);
+}
+
+}  // namespace
+
+struct MpiCommunicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  CommThread thread;  // declared last among users of `comm`; destroyed first (drains the queue)
+
+  OpInfo info(const char* op, const at::Tensor& t, std::string tag) const {
+    OpInfo i;
+    i.op = op;
+    i.dtype = t.defined() ? c10::toString(t.scalar_type()) : "none";
+    i.numel = t.defined() ? t.numel() : 0;
+    i.tag = std::move(tag);
+    return i;
+  }
+};
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+  MPI_Comm comm;
+  HPC_MPI_CHECK(MPI_Comm_dup(parent, &comm));
+  impl_ = std::make_unique<Impl>();
+  impl_->comm = comm;
+  HPC_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
+  HPC_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  MPI_Comm comm = impl_->comm;
+  impl_.reset();  // joins the comm thread after draining it
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Comm_free(&comm);
+}
+
+int MpiCommunicator::rank() const { return impl_->rank; }
+int MpiCommunicator::size() const { return impl_->size; }
+MPI_Comm MpiCommunicator::raw() const { return impl_->comm; }
+
+WorkHandle MpiCommunicator::allreduce(at::Tensor t, ReduceOp op, std::string tag) {
+  check_carriable(*this, t, "allreduce");
+  check_reducible(t.scalar_type(), op, "allreduce");
+  MPI_Comm comm = impl_->comm;
+  int world = impl_->size;
+  return impl_->thread.submit(impl_->info("allreduce", t, std::move(tag)),
+                              [t, op, world, comm]() mutable { reduce_tensor(t, op, world, comm); });
+}
+
+WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) {
+  if (ts.empty()) return allreduce(at::empty({0}), op, std::move(tag));
+  for (auto& t : ts) {
+    check_carriable(*this, t, "allreduce");
+    if (t.scalar_type() != ts[0].scalar_type())
+      throw Error("allreduce of a tensor list: dtypes differ (" +
+                  std::string(c10::toString(ts[0].scalar_type())) + " and " +
+                  c10::toString(t.scalar_type()) + ")");
+  }
+  check_reducible(ts[0].scalar_type(), op, "allreduce");
+  int64_t total = 0;
+  for (auto& t : ts) total += t.numel();
+  OpInfo info = impl_->info("allreduce", ts[0], std::move(tag));
+  info.numel = total;
+  MPI_Comm comm = impl_->comm;
+  int world = impl_->size;
+  return impl_->thread.submit(std::move(info), [ts, op, world, comm]() mutable {
+    std::vector<at::Tensor> flat;
+    flat.reserve(ts.size());
+    for (auto& t : ts) flat.push_back(t.reshape({-1}));
+    at::Tensor buf = at::cat(flat);
+    reduce_tensor(buf, op, world, comm);
+    int64_t off = 0;
+    for (auto& t : ts) {
+      t.view({-1}).copy_(buf.narrow(0, off, t.numel()));
+      off += t.numel();
+    }
+  });
+}
+
+WorkHandle MpiCommunicator::broadcast(at::Tensor t, int root, std::string tag) {
+  check_carriable(*this, t, "broadcast");
+  if (root < 0 || root >= impl_->size)
+    throw Error("broadcast: root " + std::to_string(root) + " outside world of " +
+                std::to_string(impl_->size));
+  MPI_Comm comm = impl_->comm;
+  return impl_->thread.submit(impl_->info("broadcast", t, std::move(tag)), [t, root, comm]() {
+    auto* p = static_cast<char*>(t.data_ptr());
+    int64_t bytes = t.nbytes();
+    for (int64_t off = 0; off < bytes; off += kChunk)
+      HPC_MPI_CHECK(MPI_Bcast(p + off, static_cast<int>(std::min(kChunk, bytes - off)), MPI_BYTE,
+                              root, comm));
+  });
+}
+
+WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag) {
+  check_carriable(*this, t, "allgather");
+  if (t.dim() == 0) t = t.reshape({1});
+  MPI_Comm comm = impl_->comm;
+  int world = impl_->size;
+  return impl_->thread.submit(impl_->info("allgather", t, std::move(tag)), [t, out, world, comm]() {
+    // Exchange (rows, row elements) so ranks can check agreement and size the receive.
+    int64_t row = t.size(0) == 0 ? -1 : t.numel() / t.size(0);
+    std::vector<int64_t> mine = {t.size(0), row}, all(2 * world);
+    HPC_MPI_CHECK(MPI_Allgather(mine.data(), 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm));
+    int64_t local_row = 1;
+    for (int64_t d = 1; d < t.dim(); ++d) local_row *= t.size(d);
+    std::vector<int> counts(world), displs(world);
+    int64_t total = 0;
+    for (int r = 0; r < world; ++r) {
+      int64_t rows = all[2 * r], r_row = all[2 * r + 1];
+      if (r_row >= 0 && r_row != local_row)
+        throw Error("allgather: rank " + std::to_string(r) + " contributes rows of " +
+                    std::to_string(r_row) + " elements, this rank rows of " +
+                    std::to_string(local_row));
+      int64_t bytes = rows * local_row * static_cast<int64_t>(t.element_size());
+      if (total + bytes > INT_MAX) throw Error("allgather: more than 2 GiB in total");
+      counts[r] = static_cast<int>(bytes);
+      displs[r] = static_cast<int>(total);
+      total += bytes;
+    }
+    std::vector<int64_t> shape = t.sizes().vec();
+    int64_t all_rows = 0;
+    for (int r = 0; r < world; ++r) all_rows += all[2 * r];
+    shape[0] = all_rows;
+    at::Tensor recv = at::empty(shape, t.options());
+    HPC_MPI_CHECK(MPI_Allgatherv(t.data_ptr(), static_cast<int>(t.nbytes()),
+                                 MPI_BYTE, recv.data_ptr(), counts.data(), displs.data(), MPI_BYTE,
+                                 comm));
+    out->clear();
+    int64_t row0 = 0;
+    for (int r = 0; r < world; ++r) {
+      out->push_back(recv.narrow(0, row0, all[2 * r]));
+      row0 += all[2 * r];
+    }
+  });
+}
+
+WorkHandle MpiCommunicator::barrier(std::string tag) {
+  MPI_Comm comm = impl_->comm;
+  OpInfo info;
+  info.op = "barrier";
+  info.dtype = "none";
+  info.tag = std::move(tag);
+  return impl_->thread.submit(std::move(info), [comm]() { HPC_MPI_CHECK(MPI_Barrier(comm)); });
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,45 @@
+// MpiCommunicator: collectives on CPU tensors over MPI.
+//
+// Contract (beyond Communicator's):
+// - Owns a duplicate of the parent communicator, so its traffic never mixes with other code's.
+// - A dedicated comm thread executes operations strictly in submission order; the caller
+//   thread never blocks on submission. Requires MPI_THREAD_MULTIPLE (World checks it).
+// - float16/bfloat16 are reduced in a float32 staging buffer (MPI has no reduction for them).
+// - The destructor completes every submitted operation, then joins the thread.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/communicator.h"
+
+namespace hpctrain {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm parent);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  c10::DeviceType device_type() const override { return c10::DeviceType::CPU; }
+  std::string name() const override { return "mpi"; }
+
+  WorkHandle allreduce(at::Tensor t, ReduceOp op, std::string tag = {}) override;
+  WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag = {}) override;
+  WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
+  WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
+  WorkHandle barrier(std::string tag = {}) override;
+
+  // The raw communicator (for benchmarks that compare against bare MPI).
+  MPI_Comm raw() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hpctrain

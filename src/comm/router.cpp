@@ -1,0 +1,73 @@
+#include "comm/router.h"
+
+#include "comm/mpi/mpi_communicator.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device)
+    : mpi_(std::make_unique<MpiCommunicator>(parent)) {
+  if (cuda_device >= 0) {
+#ifdef HPCTRAIN_HAVE_CUDA
+    nccl_ = make_nccl_communicator(parent, cuda_device);
+#else
+    throw Error("this hpctrain was built without CUDA/NCCL; cannot communicate CUDA tensors");
+#endif
+  }
+}
+
+DeviceRouter::~DeviceRouter() = default;
+
+#ifndef HPCTRAIN_HAVE_CUDA
+std::string nccl_version_string() { return ""; }
+#endif
+
+int DeviceRouter::rank() const { return mpi_->rank(); }
+int DeviceRouter::size() const { return mpi_->size(); }
+c10::DeviceType DeviceRouter::device_type() const {
+  return nccl_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+}
+std::string DeviceRouter::name() const { return nccl_ ? "nccl+mpi" : "mpi"; }
+
+bool DeviceRouter::has_backend(c10::DeviceType type) const {
+  return type == c10::DeviceType::CPU || (type == c10::DeviceType::CUDA && nccl_);
+}
+
+Communicator& DeviceRouter::backend(c10::DeviceType type) {
+  if (type == c10::DeviceType::CPU) return *mpi_;
+  if (type == c10::DeviceType::CUDA && nccl_) return *nccl_;
+  throw Error(std::string("no communicator carries ") + c10::DeviceTypeName(type, true) +
+              " tensors in this run (the run's device is " +
+              c10::DeviceTypeName(device_type(), true) + ")");
+}
+
+WorkHandle DeviceRouter::allreduce(at::Tensor t, ReduceOp op, std::string tag) {
+  if (!t.defined()) throw Error("allreduce: undefined tensor");
+  return backend(t.device().type()).allreduce(std::move(t), op, std::move(tag));
+}
+
+WorkHandle DeviceRouter::allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) {
+  if (ts.empty()) return mpi_->allreduce(std::move(ts), op, std::move(tag));
+  for (auto& t : ts) {
+    if (!t.defined()) throw Error("allreduce: undefined tensor in list");
+    if (t.device() != ts[0].device())
+      throw Error("allreduce: one operation mixes tensors on " + ts[0].device().str() + " and " +
+                  t.device().str());
+  }
+  auto type = ts[0].device().type();
+  return backend(type).allreduce(std::move(ts), op, std::move(tag));
+}
+
+WorkHandle DeviceRouter::broadcast(at::Tensor t, int root, std::string tag) {
+  if (!t.defined()) throw Error("broadcast: undefined tensor");
+  return backend(t.device().type()).broadcast(std::move(t), root, std::move(tag));
+}
+
+WorkHandle DeviceRouter::allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag) {
+  if (!t.defined()) throw Error("allgather: undefined tensor");
+  return backend(t.device().type()).allgather(std::move(t), out, std::move(tag));
+}
+
+WorkHandle DeviceRouter::barrier(std::string tag) { return mpi_->barrier(std::move(tag)); }
+
+}  // namespace hpctrain

@@ -1,0 +1,46 @@
+// DeviceRouter: a Communicator that sends each operation to the backend serving the tensors'
+// device: MPI for CPU tensors, NCCL for CUDA tensors (when built with CUDA and a GPU is used).
+// Mixing devices in one operation is an error naming both devices.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/communicator.h"
+
+namespace hpctrain {
+
+class DeviceRouter final : public Communicator {
+ public:
+  // `cuda_device` >= 0 creates the NCCL backend on that device (collective over `parent`:
+  // every rank must pass >= 0, or every rank -1).
+  DeviceRouter(MPI_Comm parent, int cuda_device);
+  ~DeviceRouter() override;
+
+  int rank() const override;
+  int size() const override;
+  // The device type of the preferred backend (CUDA when NCCL is up, else CPU).
+  c10::DeviceType device_type() const override;
+  std::string name() const override;
+
+  WorkHandle allreduce(at::Tensor t, ReduceOp op, std::string tag = {}) override;
+  WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag = {}) override;
+  WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
+  WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
+  WorkHandle barrier(std::string tag = {}) override;
+
+  // The backend for a device type; throws if none serves it.
+  Communicator& backend(c10::DeviceType type);
+  bool has_backend(c10::DeviceType type) const;
+
+ private:
+  std::unique_ptr<Communicator> mpi_, nccl_;
+};
+
+// NCCL backend factory; defined only in CUDA builds (comm/nccl/).
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device);
+// NCCL version as "2.28.3", or "" when built without CUDA.
+std::string nccl_version_string();
+
+}  // namespace hpctrain

@@ -1,0 +1,109 @@
+#include "runtime/world.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, msg, &len);
+  int rank = -1, inited = 0;
+  MPI_Initialized(&inited);
+  if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw Error("rank " + std::to_string(rank) + ": MPI call " + call + " failed at " + file + ":" +
+              std::to_string(line) + ": " + std::string(msg, len));
+}
+
+namespace {
+World* g_world = nullptr;
+
+void finalize_at_exit() {
+  if (g_world) g_world->finalize();
+}
+}  // namespace
+
+bool World::initialized() { return g_world != nullptr; }
+
+World& World::get() {
+  if (!g_world) throw Error("hpctrain::World::get() called before World::init()");
+  return *g_world;
+}
+
+World& World::init(int* argc, char*** argv) {
+  if (g_world) return *g_world;
+  auto* w = new World();
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    HPC_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &w->thread_level_));
+    w->owns_mpi_ = true;
+  } else {
+    HPC_MPI_CHECK(MPI_Query_thread(&w->thread_level_));
+  }
+  // Forced lower thread level, for testing the check (the real library grants MULTIPLE).
+  if (const char* lvl = std::getenv("HPCTRAIN_TEST_THREAD_LEVEL")) w->thread_level_ = std::atoi(lvl);
+  g_world = w;
+  std::atexit(finalize_at_exit);
+  if (w->thread_level_ < MPI_THREAD_MULTIPLE) {
+    throw CollectiveError(
+        "the MPI library granted thread level " + std::to_string(w->thread_level_) +
+        " but hpctrain's communication thread needs MPI_THREAD_MULTIPLE (" +
+        std::to_string(MPI_THREAD_MULTIPLE) + "); use an MPI built with thread support");
+  }
+  HPC_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &w->comm_));
+  HPC_MPI_CHECK(MPI_Comm_rank(w->comm_, &w->rank_));
+  HPC_MPI_CHECK(MPI_Comm_size(w->comm_, &w->size_));
+  w->compute_topology();
+  return *w;
+}
+
+void World::compute_topology() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  hostname_ = host;
+  // Node-local communicator: ranks that share memory are on one node.
+  MPI_Comm local;
+  HPC_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  HPC_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
+  HPC_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+  HPC_MPI_CHECK(MPI_Comm_free(&local));
+  // Node count: the number of local-rank-0 processes.
+  int leader = local_rank_ == 0 ? 1 : 0;
+  HPC_MPI_CHECK(MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, comm_));
+}
+
+std::string World::mpi_library_version() const {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(buf, &len);
+  std::string s(buf, len);
+  auto nl = s.find_first_of("\n,");
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+void World::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin) return;
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (owns_mpi_) MPI_Finalize();
+}
+
+void World::abort(int code) const {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace hpctrain

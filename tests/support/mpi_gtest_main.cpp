@@ -1,0 +1,48 @@
+// gtest main for every test binary (unit and MPI).
+// - Initializes the hpctrain World (a singleton world when started without mpiexec).
+// - Only rank 0 prints gtest's normal output.
+// - Any failed assertion on any rank prints "[rank R] file:line: message" and aborts the
+//   whole world at once, so no other rank is left waiting in a collective; mpiexec then exits
+//   non-zero and ctest reports the failure.
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+
+#include "runtime/world.h"
+
+namespace {
+
+class AbortOnFailure : public ::testing::EmptyTestEventListener {
+ public:
+  explicit AbortOnFailure(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: failure in %s\n%s\n", rank_,
+                 r.file_name() ? r.file_name() : "?", r.line_number(),
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name(), r.message());
+    std::fflush(stderr);
+    if (hpctrain::World::get().size() > 1) hpctrain::World::get().abort(1);
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto& world = hpctrain::World::init(&argc, &argv);
+  at::set_num_threads(1);
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  if (world.rank() != 0) delete listeners.Release(listeners.default_result_printer());
+  listeners.Append(new AbortOnFailure(world.rank()));
+  int rc = RUN_ALL_TESTS();
+  // Every rank's result counts: the test fails if any rank failed.
+  int any = 0;
+  MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, world.comm());
+  world.finalize();
+  return any;
+}
