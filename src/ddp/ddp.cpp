@@ -1,0 +1,152 @@
+#include "ddp/ddp.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/node.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+namespace {
+
+// Runs after AccumulateGrad has added this step's gradient into .grad (so under no_sync it sees
+// the running sum), which is the point where a gradient is final for this backward.
+class GradReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  GradReadyHook(DistributedDataParallel* ddp, size_t index) : ddp_(ddp), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    if (ddp_->sync_enabled()) ddp_->reducer().on_grad_ready(index_);
+    return outputs;
+  }
+
+ private:
+  DistributedDataParallel* ddp_;
+  size_t index_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string shape_string(at::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module,
+                                                 Communicator& comm, DdpOptions opts)
+    : module_(std::move(module)), comm_(comm), opts_(opts) {
+  if (opts_.bucket_cap_mb <= 0) throw CollectiveError("DDP: bucket cap must be > 0 MiB");
+  for (auto& item : module_->named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) continue;
+    names_.push_back(item.key());
+    params_.push_back(item.value());
+  }
+  check_same_parameters();
+  broadcast_state();
+  std::vector<ParamSpec> specs;
+  for (size_t i = 0; i < params_.size(); ++i)
+    specs.push_back({names_[i], params_[i].numel(), static_cast<int64_t>(params_[i].element_size()),
+                     c10::toString(params_[i].scalar_type()), params_[i].device().str()});
+  auto cap = static_cast<int64_t>(opts_.bucket_cap_mb * 1048576.0);
+  auto first = static_cast<int64_t>(opts_.first_bucket_mb * 1048576.0);
+  reducer_ = std::make_unique<Reducer>(params_, names_, make_bucket_plan(specs, cap, first), comm_,
+                                       ReducerOptions{opts_.find_unused_parameters});
+  install_hooks();
+}
+
+DistributedDataParallel::~DistributedDataParallel() = default;
+
+// Every rank serializes "name dtype shape" per parameter; all ranks gather all lists and reach
+// the same verdict, so the error is raised identically everywhere (no rank left waiting).
+void DistributedDataParallel::check_same_parameters() {
+  std::string mine;
+  for (size_t i = 0; i < params_.size(); ++i)
+    mine += names_[i] + " " + c10::toString(params_[i].scalar_type()) + " " +
+            shape_string(params_[i].sizes()) + "\n";
+  at::Tensor bytes = at::empty({static_cast<int64_t>(mine.size())}, at::kByte);
+  if (!mine.empty()) std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
+  std::vector<at::Tensor> all;
+  // Always over the CPU backend: this is metadata.
+  comm_.allgather(bytes, &all, "ddp.check_parameters")->wait();
+  auto lines = [](const at::Tensor& t) {
+    std::vector<std::string> out;
+    std::string s(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()));
+    size_t p = 0;
+    while (p < s.size()) {
+      size_t e = s.find('\n', p);
+      out.push_back(s.substr(p, e - p));
+      p = e + 1;
+    }
+    return out;
+  };
+  auto ref = lines(all[0]);
+  for (size_t r = 1; r < all.size(); ++r) {
+    auto other = lines(all[r]);
+    for (size_t i = 0; i < std::max(ref.size(), other.size()); ++i) {
+      std::string a = i < ref.size() ? ref[i] : "(none)";
+      std::string b = i < other.size() ? other[i] : "(none)";
+      if (a != b)
+        throw CollectiveError("DDP: models differ between ranks: parameter #" + std::to_string(i) +
+                              " is \"" + b + "\" on rank " + std::to_string(r) + " but \"" + a +
+                              "\" on rank 0");
+    }
+  }
+}
+
+void DistributedDataParallel::broadcast_state() {
+  at::NoGradGuard no_grad;
+  std::vector<WorkHandle> works;
+  for (auto& p : module_->parameters(true)) works.push_back(comm_.broadcast(p.data(), 0, "ddp.init_params"));
+  for (auto& b : module_->buffers(true))
+    if (b.defined()) works.push_back(comm_.broadcast(b, 0, "ddp.init_buffers"));
+  for (auto& w : works) w->wait();
+}
+
+void DistributedDataParallel::install_hooks() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+    acc->add_post_hook(std::make_unique<GradReadyHook>(this, i));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+void DistributedDataParallel::prepare_forward() {
+  if (!opts_.broadcast_buffers || comm_.size() == 1) return;
+  std::vector<WorkHandle> works;
+  for (auto& b : module_->buffers(true))
+    if (b.defined()) works.push_back(comm_.broadcast(b, 0, "ddp.buffers"));
+  for (auto& w : works) w->wait();
+}
+
+void DistributedDataParallel::backward(const at::Tensor& loss) {
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    loss.backward();
+  } catch (...) {
+    reducer_->reset();
+    throw;
+  }
+  if (sync_enabled_) finalize();
+  stats_.backward_s = seconds_since(t0);
+}
+
+void DistributedDataParallel::finalize() {
+  reducer_->finalize();
+  const auto& rs = reducer_->last_stats();
+  stats_.finalize_wait_s = rs.finalize_wait_s;
+  stats_.bytes_reduced = rs.bytes_reduced;
+  stats_.buckets = rs.buckets;
+}
+
+void DistributedDataParallel::zero_grad() { reducer_->zero_grad(); }
+
+}  // namespace hpctrain

@@ -1,0 +1,95 @@
+// DistributedDataParallel for any torch::nn::Module.
+//
+// Contract:
+// - Construction is collective. It checks that every rank has the same parameters (names,
+//   order, shapes, dtypes); a mismatch is a CollectiveError raised identically on every rank,
+//   naming the first differing parameter and the ranks. Then it broadcasts parameters and
+//   buffers from rank 0, so ranks start identical whatever their seeds.
+// - Gradients are reduced by a Reducer over a BucketPlan (reverse registration order, first
+//   bucket <= 1 MiB, then `bucket_cap_mb`), launched from autograd hooks on each parameter's
+//   gradient accumulator, i.e. after the gradient has been accumulated into .grad.
+// - backward(loss) = loss.backward() + finalize(): on return every parameter's .grad holds the
+//   gradient averaged over ranks.
+// - no_sync(): while the returned guard lives, backward accumulates locally; the first
+//   synchronized backward afterwards reduces the accumulated sum once.
+// - prepare_forward() broadcasts buffers from rank 0 when broadcast_buffers is on (call it
+//   before each training forward; off when SyncBatchNorm keeps statistics global).
+// - The module must already be on the run's device; params on another device than the
+//   communicator carries are an error naming both.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "ddp/reducer.h"
+
+namespace hpctrain {
+
+struct DdpOptions {
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+};
+
+struct DdpStepStats {
+  double backward_s = 0;        // loss.backward() + finalize()
+  double finalize_wait_s = 0;   // of which blocked waiting for communication
+  int64_t bytes_reduced = 0;
+  int buckets = 0;
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Communicator& comm,
+                          DdpOptions opts = {});
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  void prepare_forward();
+  void backward(const at::Tensor& loss);
+  void finalize();
+  void zero_grad();
+
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& d) : d_(&d) { d_->sync_enabled_ = false; }
+    NoSync(NoSync&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
+    ~NoSync() {
+      if (d_) d_->sync_enabled_ = true;
+    }
+
+   private:
+    DistributedDataParallel* d_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+  bool sync_enabled() const { return sync_enabled_; }
+
+  torch::nn::Module& module() { return *module_; }
+  const BucketPlan& plan() const { return reducer_->plan(); }
+  Reducer& reducer() { return *reducer_; }
+  const DdpStepStats& last_step() const { return stats_; }
+
+ private:
+  void check_same_parameters();
+  void broadcast_state();
+  void install_hooks();
+
+  std::shared_ptr<torch::nn::Module> module_;
+  Communicator& comm_;
+  DdpOptions opts_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<Reducer> reducer_;
+  std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;  // keep hooks alive
+  bool sync_enabled_ = true;
+  DdpStepStats stats_;
+};
+
+// "[64, 32, 3, 3]"
+std::string shape_string(at::IntArrayRef sizes);
+
+}  // namespace hpctrain

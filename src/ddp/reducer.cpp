@@ -1,0 +1,133 @@
+#include "ddp/reducer.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names, BucketPlan plan,
+                 Communicator& comm, ReducerOptions opts)
+    : params_(std::move(params)),
+      names_(std::move(names)),
+      plan_(std::move(plan)),
+      comm_(comm),
+      opts_(opts),
+      scale_(1.0 / comm.size()) {
+  slots_.resize(params_.size());
+  for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+    const Bucket& bk = plan_.buckets[b];
+    const at::Tensor& first = params_[bk.params.front()];
+    buffers_.push_back(at::zeros({bk.numel}, first.options().requires_grad(false)));
+    for (size_t s = 0; s < bk.params.size(); ++s) {
+      size_t i = bk.params[s];
+      slots_[i] = buffers_[b].narrow(0, bk.offsets[s], params_[i].numel()).view(params_[i].sizes());
+    }
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto dev = params_[i].device().type();
+    if (dev != comm_.device_type())
+      throw Error("DDP: parameter " + names_[i] + " is on " + params_[i].device().str() +
+                  " but the communicator (" + comm_.name() + ") carries " +
+                  c10::DeviceTypeName(comm_.device_type(), true) +
+                  " tensors; move the model to the run's device before wrapping it");
+    // Gradients live in bucket memory from the start: autograd accumulates into the view.
+    params_[i].mutable_grad() = slots_[i];
+  }
+  reset();
+}
+
+void Reducer::reset() {
+  std::lock_guard<std::mutex> lk(mu_);
+  filled_.assign(params_.size(), 0);
+  pending_.resize(plan_.buckets.size());
+  for (size_t b = 0; b < plan_.buckets.size(); ++b)
+    pending_[b] = static_cast<int64_t>(plan_.buckets[b].params.size());
+  works_.clear();
+  next_launch_ = 0;
+  any_ready_ = false;
+}
+
+// Makes parameter i's .grad the bucket view again, copying a gradient that autograd placed
+// elsewhere (first step after the user set grads to none, or a non-view accumulation).
+void Reducer::bind_grad_locked(size_t i) {
+  at::Tensor& g = params_[i].mutable_grad();
+  if (!g.defined()) {
+    slots_[i].zero_();
+  } else if (!g.is_same(slots_[i]) && g.data_ptr() != slots_[i].data_ptr()) {
+    slots_[i].copy_(g);
+  }
+  g = slots_[i];
+}
+
+void Reducer::on_grad_ready(size_t i) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (i >= params_.size()) throw Error("DDP: gradient hook for unknown parameter index");
+  if (filled_[i]) return;  // a parameter used twice in one graph fires once per use; take the last
+  bind_grad_locked(i);
+  if (scale_ != 1.0) slots_[i].mul_(scale_);
+  filled_[i] = 1;
+  any_ready_ = true;
+  --pending_[plan_.bucket_of[i]];
+  launch_ready_locked();
+}
+
+void Reducer::launch_ready_locked() {
+  while (next_launch_ < plan_.buckets.size() && pending_[next_launch_] == 0) {
+    size_t b = next_launch_++;
+    if (comm_.size() == 1) continue;  // a world of one has nothing to reduce
+    works_.push_back(
+        comm_.allreduce(buffers_[b], ReduceOp::kSum, "ddp.bucket[" + std::to_string(b) + "]"));
+  }
+}
+
+void Reducer::finalize() {
+  std::unique_lock<std::mutex> lk(mu_);
+  std::vector<std::string> unused;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!filled_[i]) unused.push_back(names_[i]);
+  if (!unused.empty() && !opts_.find_unused_parameters) {
+    // Complete what was launched (matched on every rank that launched it), then report.
+    auto works = works_;
+    lk.unlock();
+    for (auto& w : works) w->wait();
+    reset();
+    std::string list;
+    for (auto& n : unused) list += (list.empty() ? "" : ", ") + n;
+    throw Error("DDP: " + std::to_string(unused.size()) +
+                " parameter(s) received no gradient in this step: " + list +
+                ". If parts of the model are unused by design, construct DDP with "
+                "find_unused_parameters=true (missing gradients then count as zeros)");
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (filled_[i]) continue;
+    slots_[i].zero_();
+    params_[i].mutable_grad() = slots_[i];
+    filled_[i] = 1;
+    --pending_[plan_.bucket_of[i]];
+  }
+  launch_ready_locked();
+  auto works = works_;
+  lk.unlock();
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& w : works) w->wait();
+  stats_.finalize_wait_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.buckets = static_cast<int>(plan_.buckets.size());
+  stats_.bytes_reduced = 0;
+  for (auto& b : plan_.buckets) stats_.bytes_reduced += b.bytes;
+  // Re-bind any .grad a user replaced meanwhile (cheap pointer checks).
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!params_[i].grad().is_same(slots_[i])) params_[i].mutable_grad() = slots_[i];
+  reset();
+}
+
+void Reducer::zero_grad() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& b : buffers_) b.zero_();
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].mutable_grad() = slots_[i];
+}
+
+}  // namespace hpctrain

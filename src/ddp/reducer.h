@@ -1,0 +1,77 @@
+// Reducer: turns per-parameter "gradient ready" events into in-order bucketed allreduces.
+//
+// Contract:
+// - on_grad_ready(i) is called once per parameter per synchronized backward (from autograd
+//   hooks, any thread). It moves parameter i's gradient into its bucket slot, pre-scaled by
+//   1/world, so the allreduce SUM yields the average.
+// - A bucket is launched when all its slots are filled AND every earlier bucket has been
+//   launched: buckets always go in plan order, so every rank issues the same collective
+//   sequence whatever order its hooks fire in.
+// - finalize() launches what is left (unused parameters count as zeros when
+//   find_unused_parameters is on; otherwise it is an error naming every such parameter),
+//   waits for every bucket, and leaves the averaged gradient in each parameter's .grad, which
+//   is a view into bucket memory (no copy back, no allocation after the first step).
+// - Gradients must be on the device the communicator carries; otherwise the error names both.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "ddp/bucket_plan.h"
+
+namespace hpctrain {
+
+struct ReducerOptions {
+  bool find_unused_parameters = false;
+};
+
+struct ReducerStats {
+  double finalize_wait_s = 0;  // time finalize() spent blocked on communication
+  int64_t bytes_reduced = 0;
+  int buckets = 0;
+};
+
+class Reducer {
+ public:
+  Reducer(std::vector<at::Tensor> params, std::vector<std::string> names, BucketPlan plan,
+          Communicator& comm, ReducerOptions opts);
+
+  void on_grad_ready(size_t param_index);
+  // Completes the step (see contract). Throws hpctrain::Error for unused parameters.
+  void finalize();
+  // Zeroes every gradient in place (bucket memory), without allocating.
+  void zero_grad();
+  // Drops the state of an interrupted backward (after an exception).
+  void reset();
+
+  const BucketPlan& plan() const { return plan_; }
+  const ReducerStats& last_stats() const { return stats_; }
+  const at::Tensor& bucket_buffer(size_t b) const { return buffers_[b]; }
+
+ private:
+  void launch_ready_locked();
+  void bind_grad_locked(size_t i);
+
+  std::vector<at::Tensor> params_;
+  std::vector<std::string> names_;
+  BucketPlan plan_;
+  Communicator& comm_;
+  ReducerOptions opts_;
+  double scale_;
+
+  std::vector<at::Tensor> buffers_;     // one flat buffer per bucket
+  std::vector<at::Tensor> slots_;       // per parameter: a view of its bucket, param-shaped
+  std::mutex mu_;
+  std::vector<char> filled_;            // per parameter, this step
+  std::vector<int64_t> pending_;        // per bucket: slots still to fill
+  std::vector<WorkHandle> works_;       // per launched bucket
+  size_t next_launch_ = 0;
+  bool any_ready_ = false;
+  ReducerStats stats_;
+};
+
+}  // namespace hpctrain
