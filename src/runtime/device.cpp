@@ -1,5 +1,7 @@
 #include "runtime/device.h"
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 
 #include "runtime/check.h"
@@ -32,6 +34,12 @@ DeviceChoice choose_device(const std::string& spec, int local_rank, int local_si
     return {true, static_cast<int>(n)};
   }
   throw CollectiveError("--device " + spec + ": unknown device (allowed: auto, cpu, cuda, cuda:N)");
+}
+
+double peak_rss_mb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // Linux reports KiB
 }
 
 }  // namespace hpctrain

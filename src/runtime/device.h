@@ -32,4 +32,10 @@ void activate_device(const DeviceChoice& d);
 std::string cuda_device_name(int index);
 double cuda_device_memory_gib(int index);
 
+// Peak memory of this process on `d`: the CUDA caching allocator's peak for a GPU, the peak
+// resident set size for the CPU. In MiB.
+double peak_memory_mb(const DeviceChoice& d);
+// Bytes currently allocated / total on a GPU (0 for the CPU), for out-of-memory reports.
+double cuda_memory_in_use_mb(int index);
+
 }  // namespace hpctrain

@@ -1,4 +1,5 @@
 // CUDA queries for device choice; compiled only in CUDA builds (device_nocuda.cpp otherwise).
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 
@@ -28,6 +29,19 @@ std::string cuda_device_name(int index) {
 double cuda_device_memory_gib(int index) {
   cudaDeviceProp p;
   return cudaGetDeviceProperties(&p, index) == cudaSuccess ? p.totalGlobalMem / 1073741824.0 : 0;
+}
+
+double peak_rss_mb();
+
+double peak_memory_mb(const DeviceChoice& d) {
+  if (!d.cuda) return peak_rss_mb();
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(d.index));
+  return stats.allocated_bytes[0].peak / 1048576.0;
+}
+
+double cuda_memory_in_use_mb(int index) {
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return stats.allocated_bytes[0].current / 1048576.0;
 }
 
 }  // namespace hpctrain

@@ -10,5 +10,8 @@ void activate_device(const DeviceChoice& d) {
 }
 std::string cuda_device_name(int) { return ""; }
 double cuda_device_memory_gib(int) { return 0; }
+double peak_rss_mb();
+double peak_memory_mb(const DeviceChoice&) { return peak_rss_mb(); }
+double cuda_memory_in_use_mb(int) { return 0; }
 }  // namespace hpctrain
 #endif

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Start hpctrain on this machine with mpirun, with flags that fit it.
+#   launch/local.sh [-n N] [--oversubscribe] [--hostfile FILE] [-- ] SUBCOMMAND [ARGS...]
+# - -n defaults to the number of GPUs (nvidia-smi -L), or 1 on a CPU-only host.
+# - GPU hosts: one rank per GPU, --bind-to none (the process pins its GPU; NUMA is left to the
+#   OS). CPU-only hosts: --bind-to core --map-by slot, one compute thread per rank.
+# - OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS default to 1 per rank unless set.
+# - --allow-run-as-root only when run as root; --oversubscribe only when asked (more ranks
+#   than cores, e.g. tests on a laptop).
+# - --hostfile FILE runs across machines (see launch/multinode.sh for the network variables).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BIN=${HPCTRAIN_BIN:-$here/../build/hpctrain}
+n="" oversub=0 hostfile=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) n=$2; shift 2 ;;
+    --oversubscribe) oversub=1; shift ;;
+    --hostfile) hostfile=$2; shift 2 ;;
+    --) shift; break ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: launch/local.sh [-n N] [--oversubscribe] [--hostfile F] -- SUBCOMMAND [ARGS]" >&2; exit 2; }
+gpus=0
+if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
+[ -n "$n" ] || n=$(( gpus > 0 ? gpus : 1 ))
+flags=(-np "$n")
+# Oversubscribed ranks cannot each own a core: leave binding to the OS then.
+if [ "$gpus" -gt 0 ] || [ "$oversub" = 1 ]; then flags+=(--bind-to none --map-by slot); else flags+=(--bind-to core --map-by slot); fi
+[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+[ "$oversub" = 1 ] && flags+=(--oversubscribe)
+[ -n "$hostfile" ] && flags+=(--hostfile "$hostfile")
+for v in OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS; do
+  export "$v=${!v:-1}"
+  flags+=(-x "$v")
+done
+# Pass the usual network/debug knobs through when the user set them.
+for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES; do
+  [ -n "${!v:-}" ] && flags+=(-x "$v")
+done
+exec mpirun "${flags[@]}" "$BIN" "$@"

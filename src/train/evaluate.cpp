@@ -1,0 +1,40 @@
+#include "train/evaluate.h"
+
+#include <ATen/ATen.h>
+
+#include "comm/communicator.h"
+#include "dataset/loader.h"
+#include "runtime/trace.h"
+
+namespace hpctrain {
+
+EvalResult evaluate(torch::nn::Module& model, const Forward& forward, Loader& loader,
+                    Communicator& comm) {
+  TraceSpan span("eval", "eval");
+  bool was_training = model.is_training();
+  model.eval();
+  double loss_sum = 0, correct = 0, count = 0;
+  {
+    at::NoGradGuard no_grad;
+    loader.start_epoch(0);
+    while (auto batch = loader.next()) {
+      at::Tensor logits = forward(batch->images).to(at::kFloat);
+      at::Tensor valid = batch->valid.to(logits.device());
+      at::Tensor losses = at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::None);
+      at::Tensor hit = logits.argmax(1).eq(batch->labels);
+      loss_sum += losses.masked_select(valid).sum().item<double>();
+      correct += hit.masked_select(valid).sum().item<double>();
+      count += valid.sum().item<double>();
+    }
+  }
+  at::Tensor sums = at::tensor({loss_sum, correct, count}, at::kDouble);
+  comm.allreduce(sums, ReduceOp::kSum, "eval.sums")->wait();
+  model.train(was_training);
+  EvalResult r;
+  r.samples = static_cast<int64_t>(sums[2].item<double>());
+  r.loss = r.samples ? sums[0].item<double>() / r.samples : 0;
+  r.accuracy = r.samples ? sums[1].item<double>() / r.samples : 0;
+  return r;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,63 @@
+#include "train/optim.h"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <cmath>
+
+namespace hpctrain {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
+                                                        std::vector<at::Tensor> params,
+                                                        double base_lr) {
+  if (c.optimizer == "adamw")
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(base_lr).weight_decay(c.weight_decay));
+  return std::make_unique<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(base_lr)
+                  .momentum(c.momentum)
+                  .nesterov(c.nesterov && c.momentum > 0)
+                  .weight_decay(c.weight_decay));
+}
+
+double scaled_lr(const TrainConfig& c, int64_t global_batch) {
+  return c.lr_ref_batch > 0 ? c.lr * static_cast<double>(global_batch) / c.lr_ref_batch : c.lr;
+}
+
+LrSchedule::LrSchedule(const TrainConfig& c, double base_lr, int64_t total_steps)
+    : c_(c), base_lr_(base_lr), total_(std::max<int64_t>(total_steps, 1)) {}
+
+double LrSchedule::lr_at(int64_t step) const {
+  if (c_.warmup_steps > 0 && step < c_.warmup_steps)
+    return base_lr_ * static_cast<double>(step + 1) / c_.warmup_steps;
+  int64_t t = step - c_.warmup_steps;
+  if (c_.schedule == "cosine") {
+    int64_t span = std::max<int64_t>(total_ - c_.warmup_steps, 1);
+    double frac = std::min(1.0, static_cast<double>(t) / span);
+    return base_lr_ * 0.5 * (1.0 + std::cos(M_PI * frac));
+  }
+  if (c_.schedule == "step") return base_lr_ * std::pow(c_.gamma, static_cast<double>(t / c_.step_size));
+  return base_lr_;
+}
+
+void LrSchedule::apply(torch::optim::Optimizer& opt, int64_t step) const {
+  double lr = lr_at(step);
+  for (auto& group : opt.param_groups()) group.options().set_lr(lr);
+}
+
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  std::vector<at::Tensor> norms;
+  for (auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().detach().to(at::kFloat).norm(2).reshape({1}));
+  if (norms.empty()) return 0;
+  double total = at::cat(norms).norm(2).item<double>();
+  if (max_norm > 0 && total > max_norm) {
+    double scale = max_norm / (total + 1e-6);
+    for (auto& p : params)
+      if (p.grad().defined()) p.grad().detach().mul_(scale);
+  }
+  return total;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,75 @@
+#include "train/progress.h"
+
+#include <unistd.h>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+std::string format_duration(double s) {
+  if (s < 0 || s != s) return "?";
+  char buf[32];
+  long t = static_cast<long>(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof(buf), "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60) std::snprintf(buf, sizeof(buf), "%ldm%02lds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof(buf), "%lds", t);
+  return buf;
+}
+
+Reporter::Reporter(bool is_root, const std::string& metrics_path, const nlohmann::json& config)
+    : root_(is_root), tty_(isatty(STDOUT_FILENO) != 0) {
+  if (!root_ || metrics_path.empty()) return;
+  metrics_ = std::fopen(metrics_path.c_str(), "w");
+  if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
+  metrics({{"type", "config"}, {"config", config}});
+}
+
+Reporter::~Reporter() {
+  if (metrics_) std::fclose(metrics_);
+}
+
+void Reporter::end_live_line() {
+  if (live_) std::fputc('\n', stdout);
+  live_ = false;
+}
+
+void Reporter::progress(const ProgressLine& p) {
+  if (!root_) return;
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "epoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.0f samples/s data-wait %.1f%% "
+                "comm-blocked %.1f%% eta %s",
+                (long long)p.epoch, (long long)p.epochs, (long long)p.step, (long long)p.total_steps,
+                p.loss, p.lr, p.samples_per_s, p.data_wait_pct, p.comm_wait_pct,
+                format_duration(p.eta_s).c_str());
+  if (tty_) {
+    std::printf("\r\033[K%s", buf);
+    live_ = true;
+  } else {
+    std::printf("%s\n", buf);
+  }
+  std::fflush(stdout);
+}
+
+void Reporter::metrics(const nlohmann::json& record) {
+  if (!root_ || !metrics_) return;
+  std::string line = record.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), metrics_);
+  std::fflush(metrics_);
+}
+
+void Reporter::message(const std::string& text) {
+  if (!root_) return;
+  end_live_line();
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+}
+
+void Reporter::summary(const nlohmann::json& s) {
+  if (!root_) return;
+  end_live_line();
+  std::printf("%s\n", s.dump().c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,41 @@
+// What the user sees: progress lines, the metrics file, and the summary line.
+//
+// Contract:
+// - Only rank 0 prints and writes. Progress lines go to stdout at each log interval: plain
+//   lines when stdout is not a terminal (Slurm logs), one updating line when it is.
+// - The metrics file (JSON lines) starts with {"type":"config",...} holding the effective
+//   configuration, then one {"type":"train",...} per log interval and one {"type":"eval",...}
+//   per evaluation. Lines are flushed as written.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace hpctrain {
+
+struct ProgressLine {
+  int64_t epoch, epochs, step, total_steps;
+  double loss, lr, samples_per_s, data_wait_pct, comm_wait_pct, eta_s;
+};
+
+class Reporter {
+ public:
+  Reporter(bool is_root, const std::string& metrics_path, const nlohmann::json& config);
+  ~Reporter();
+  void progress(const ProgressLine& p);
+  void metrics(const nlohmann::json& record);  // adds nothing; writes one line
+  void message(const std::string& text);       // a plain line (rank 0), ends any updating line
+  // The last stdout line of rank 0 (contract): one JSON object.
+  void summary(const nlohmann::json& s);
+
+ private:
+  void end_live_line();
+  bool root_, tty_, live_ = false;
+  std::FILE* metrics_ = nullptr;
+};
+
+std::string format_duration(double seconds);
+
+}  // namespace hpctrain

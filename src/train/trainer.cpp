@@ -1,0 +1,249 @@
+#include "train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/batchnorm.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "comm/router.h"
+#include "dataset/loader.h"
+#include "ddp/ddp.h"
+#include "ddp/sync_batchnorm.h"
+#include "runtime/check.h"
+#include "runtime/device.h"
+#include "runtime/trace.h"
+#include "runtime/world.h"
+#include "train/amp.h"
+#include "train/evaluate.h"
+#include "train/models.h"
+#include "train/optim.h"
+#include "train/preempt.h"
+#include "train/progress.h"
+#include "train/step_stats.h"
+#include "train/trace_file.h"
+
+namespace hpctrain {
+
+void check_devices(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                   const c10::Device& device) {
+  for (auto& [name, t] : tensors)
+    if (t.defined() && t.device() != device)
+      throw Error(name + (name.back() == 's' ? " are" : " is") + " on " + t.device().str() +
+                  ", model on " + device.str() +
+                  " (everything a step touches must be on the run's device)");
+}
+
+struct Trainer::State {
+  TrainConfig cfg;
+  World& world;
+  DeviceChoice dev;
+  c10::Device device{c10::kCPU};
+  std::unique_ptr<DeviceRouter> comm;
+  std::unique_ptr<Loader> train, test;
+  ClassifierNet model{nullptr};
+  std::unique_ptr<DistributedDataParallel> ddp;
+  std::vector<at::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<LrSchedule> sched;
+  LossScaler scaler{false};
+  std::unique_ptr<Reporter> rep;
+  StepStats stats;
+  int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
+  int64_t step = 0, start_epoch = 0;
+  bool devices_checked = false;
+
+  State(const TrainConfig& c, World& w) : cfg(c), world(w) {}
+
+  Forward forward_fn() {
+    return [this](const at::Tensor& x) {
+      AutocastScope autocast(cfg.amp, dev.cuda);
+      return model->forward(x);
+    };
+  }
+  void setup();
+  void train_step(const Batch& b);
+  void log_interval(int64_t epoch);
+  EvalResult run_eval(int64_t epoch);
+};
+
+Trainer::Trainer(const TrainConfig& config, World& world)
+    : s_(std::make_unique<State>(config, world)) {
+  s_->setup();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::State::setup() {
+  // Decisions every rank reaches identically come first, before any data or device is touched.
+  dev = choose_device(cfg.device, world.local_rank(), world.local_size(), visible_cuda_devices());
+  check_amp(cfg.amp, dev.cuda);
+  activate_device(dev);
+  device = dev.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index))
+                    : c10::Device(c10::kCPU);
+  comm = std::make_unique<DeviceRouter>(world.comm(), dev.cuda ? dev.index : -1);
+  if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
+  install_preemption_handlers();
+
+  LoaderOptions lo;
+  lo.batch_size = cfg.batch_size;
+  lo.prefetch = static_cast<int>(cfg.prefetch);
+  lo.augment = cfg.augment;
+  lo.seed = static_cast<uint64_t>(cfg.seed);
+  lo.device = device;
+  train = std::make_unique<Loader>(cfg.data + "/train.h5", world.size(), world.rank(), lo);
+  LoaderOptions eo = lo;
+  eo.shuffle = false;
+  eo.augment = false;
+  test = std::make_unique<Loader>(cfg.data + "/test.h5", world.size(), world.rank(), eo);
+
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  NormFactory norm = batchnorm2d_factory();
+  if (cfg.sync_bn) {
+    auto counter = std::make_shared<int>(0);
+    Communicator* c = comm.get();
+    norm = [c, counter](int64_t ch) {
+      return make_batch_norm(2, torch::nn::BatchNormOptions(ch), c, "bn" + std::to_string((*counter)++));
+    };
+  }
+  const auto& info = train->info();
+  model = make_model(cfg.model, info.sample_shape, info.num_classes, norm);
+  model->to(device);
+  DdpOptions dopts;
+  dopts.bucket_cap_mb = cfg.bucket_mb;
+  dopts.broadcast_buffers = !cfg.sync_bn;
+  ddp = std::make_unique<DistributedDataParallel>(model.ptr(), *comm, dopts);
+  params = model->parameters();
+
+  global_batch = cfg.batch_size * world.size();
+  steps_per_epoch = train->batches_per_epoch();
+  total_steps = steps_per_epoch * cfg.epochs;
+  if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
+  double base_lr = scaled_lr(cfg, global_batch);
+  opt = make_optimizer(cfg, params, base_lr);
+  sched = std::make_unique<LrSchedule>(cfg, base_lr, total_steps);
+  scaler = LossScaler(cfg.amp == "fp16");
+
+  rep = std::make_unique<Reporter>(world.rank() == 0, cfg.metrics, cfg.to_json());
+  rep->message("hpctrain train: config " + cfg.to_json().dump());
+  rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " +
+               std::to_string(world.node_count()) + " node(s), device " + dev.str() + ", model " +
+               cfg.model + " (" + std::to_string(count_parameters(*model)) + " parameters), " +
+               "global batch " + std::to_string(global_batch) + " (" +
+               std::to_string(cfg.batch_size) + " per rank), " + std::to_string(steps_per_epoch) +
+               " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
+               std::to_string(base_lr) + ", " + ddp->plan().describe());
+}
+
+void Trainer::State::train_step(const Batch& b) {
+  if (!devices_checked) {
+    check_devices({{"images", b.images}, {"labels", b.labels}, {"model parameters", params[0]}},
+                  device);
+    devices_checked = true;
+  }
+  sched->apply(*opt, step);
+  ddp->prepare_forward();
+  auto xs = b.images.chunk(cfg.grad_accum), ys = b.labels.chunk(cfg.grad_accum);
+  const double rows = static_cast<double>(b.images.size(0));
+  for (size_t k = 0; k < xs.size(); ++k) {
+    at::Tensor loss;
+    {
+      TraceSpan span("forward", "compute");
+      AutocastScope autocast(cfg.amp, dev.cuda);
+      at::Tensor logits = model->forward(xs[k]);
+      // Each micro-batch's mean, weighted by its share of the batch: the sum is the batch mean.
+      loss = at::cross_entropy_loss(logits.to(at::kFloat), ys[k]) * (xs[k].size(0) / rows);
+    }
+    TraceSpan span("backward", "compute");
+    if (k + 1 < xs.size()) {
+      auto no_sync = ddp->no_sync();
+      ddp->backward(scaler.scale_loss(loss));
+    } else {
+      ddp->backward(scaler.scale_loss(loss));
+    }
+    stats.add_loss(loss.detach());
+  }
+  TraceSpan span("optimizer", "compute");
+  bool finite = scaler.unscale_and_check(params, *comm);
+  if (finite) {
+    if (cfg.clip_grad_norm > 0) clip_grad_norm(params, cfg.clip_grad_norm);
+    opt->step();
+  }
+  scaler.update(!finite);
+  ddp->zero_grad();
+  stats.add_step(b.images.size(0), ddp->last_step());
+}
+
+EvalResult Trainer::State::run_eval(int64_t epoch) {
+  EvalResult r = evaluate(*model, forward_fn(), *test, *comm);
+  rep->metrics({{"type", "eval"}, {"step", step}, {"epoch", epoch}, {"test_loss", r.loss},
+                {"test_accuracy", r.accuracy}, {"samples", r.samples}});
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f, accuracy %.4f (%lld samples)",
+                (long long)epoch + 1, (long long)step, r.loss, r.accuracy, (long long)r.samples);
+  rep->message(buf);
+  return r;
+}
+
+void Trainer::State::log_interval(int64_t epoch) {
+  IntervalReport iv = stats.close_interval(*comm, world.size());
+  double step_time = stats.mean_step_seconds();
+  ProgressLine p{epoch + 1, cfg.epochs, step, total_steps, iv.loss, sched->lr_at(step - 1),
+                 iv.samples_per_s, iv.data_wait_pct, iv.comm_wait_pct,
+                 step_time * static_cast<double>(total_steps - step)};
+  rep->progress(p);
+  rep->metrics({{"type", "train"}, {"step", step}, {"epoch", epoch}, {"lr", p.lr},
+                {"loss", iv.loss}, {"samples_per_s", iv.samples_per_s},
+                {"data_wait_pct", iv.data_wait_pct}, {"comm_blocked_pct", iv.comm_wait_pct},
+                {"step_s", iv.step_s}, {"peak_mem_mb", peak_memory_mb(dev)}});
+}
+
+nlohmann::json Trainer::run() {
+  State& s = *s_;
+  auto t0 = std::chrono::steady_clock::now();
+  EvalResult last_eval;
+  bool evaluated_at_end = false;
+  int64_t epoch = s.start_epoch;
+  s.stats.start(s.train->data_wait_seconds());
+  for (; epoch < s.cfg.epochs && s.step < s.total_steps; ++epoch) {
+    s.train->start_epoch(epoch);
+    s.model->train();
+    evaluated_at_end = false;
+    for (;;) {
+      if (s.step >= s.total_steps) break;
+      std::optional<Batch> batch;
+      {
+        TraceSpan span("data_wait", "data");
+        batch = s.train->next();
+      }
+      if (!batch) break;
+      s.train_step(*batch);
+      ++s.step;
+      s.stats.set_data_wait(s.train->data_wait_seconds());
+      if (s.step % s.cfg.log_every == 0 || s.step == s.total_steps) s.log_interval(epoch);
+    }
+    last_eval = s.run_eval(epoch);
+    evaluated_at_end = true;
+  }
+  if (!evaluated_at_end) last_eval = s.run_eval(std::max<int64_t>(epoch - 1, 0));
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json summary = {{"world_size", s.world.size()},
+                            {"device", s.dev.cuda ? "cuda" : "cpu"},
+                            {"model", s.cfg.model},
+                            {"steps", s.step},
+                            {"epochs", epoch},
+                            {"global_batch", s.global_batch},
+                            {"samples_per_s", s.stats.overall_samples_per_s()},
+                            {"train_loss", s.stats.last_loss()},
+                            {"test_loss", last_eval.loss},
+                            {"test_accuracy", last_eval.accuracy},
+                            {"data_wait_pct", s.stats.overall_data_wait_pct()},
+                            {"comm_blocked_pct", s.stats.overall_comm_wait_pct()},
+                            {"peak_mem_mb", peak_memory_mb(s.dev)},
+                            {"wall_s", wall}};
+  if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());
+  s.rep->metrics({{"type", "summary"}, {"summary", summary}});
+  return summary;
+}
+
+}  // namespace hpctrain
