@@ -131,6 +131,7 @@ void H5Dataset::read(const std::vector<int64_t>& sorted, float* out) const {
     throw Error(info_.path + ": sample index out of range [0, " + std::to_string(info_.size) + ")");
 
   auto g = h5::lock();
+  h5::silence_errors();  // the automatic error printing is per thread in thread-safe builds
   h5::Handle fspace(H5Dget_space(images_.get()));
   const int rank = H5Sget_simple_extent_ndims(fspace.get());
   std::vector<hsize_t> full(rank);

@@ -10,6 +10,8 @@
 //   prefetch = 0, all of the assembly time).
 // - Errors in the background thread (a read failing mid-epoch) are rethrown by next().
 //   Destruction or start_epoch() mid-epoch stops and joins the thread cleanly.
+// - The constructor starts epoch 0 at batch 0 (so a plain loop can call next() at once);
+//   start_epoch()/start_at() restart it anywhere.
 // - The H5Dataset handle is opened once in the constructor (validating the file on the caller's
 //   thread, so errors come before training) and afterwards used only by the producing thread.
 #pragma once

@@ -10,6 +10,7 @@
 #include "dataset/loader.h"
 #include "dataset/synthetic.h"
 #include "dataset/transform.h"
+#include "runtime/device.h"
 #include "runtime/check.h"
 #include "temp_dir.h"
 
@@ -189,4 +190,25 @@ TEST(Loader, BadOptionsAreReported) {
   o = LoaderOptions{};
   o.batch_size = 0;
   EXPECT_THROW(Loader(d / "train.h5", 1, 0, o), hpctrain::Error);
+}
+
+TEST(Loader, CudaBatchesMatchCpuBatches) {
+  if (hpctrain::visible_cuda_devices() == 0) GTEST_SKIP() << "no CUDA device visible: pinned copy path not exercised";
+  TempDir d;
+  hpctrain::write_synthetic(d.path(), small_spec());
+  LoaderOptions o;
+  o.batch_size = 4, o.prefetch = 2, o.augment = true;
+  Loader cpu(d / "train.h5", 1, 0, o);
+  o.device = c10::Device(c10::kCUDA, 0);
+  Loader gpu(d / "train.h5", 1, 0, o);
+  int64_t n = 0;
+  while (auto c = cpu.next()) {
+    auto g = gpu.next();
+    ASSERT_TRUE(g.has_value());
+    EXPECT_TRUE(g->images.is_cuda());
+    EXPECT_TRUE(at::equal(c->images, g->images.cpu()));
+    EXPECT_TRUE(at::equal(c->labels, g->labels.cpu()));
+    ++n;
+  }
+  EXPECT_EQ(n, cpu.batches_per_epoch());
 }

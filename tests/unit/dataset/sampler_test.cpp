@@ -74,10 +74,13 @@ TEST(Sampler, PermutationIsDeterministicPerSeedAndReshuffledPerEpoch) {
   std::sort(sorted.begin(), sorted.end());
   for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(sorted[i], i);
   // Pinned values: the order must not change across platforms or releases (checkpoints rely on
-  // it). Derived once from this implementation (mt19937_64 seeded 42+3, Fisher-Yates downward).
+  // it). Derived independently by a pure-Python mt19937_64 (the std:: recurrence and tempering)
+  // seeded 42+3, with i from n-1 down to 1 swapping p[i] and p[r % (i+1)], rejecting
+  // r >= 2^64-1 - (2^64-1) % (i+1).
+  const std::vector<int64_t> first = {4, 7, 2, 8, 0, 5, 6, 3, 9, 1};
+  EXPECT_EQ(hpctrain::epoch_permutation(10, 42, 3), first);
   DistributedSampler s(10, 1, 0, true, 42, false);
   s.set_epoch(3);
-  auto first = hpctrain::epoch_permutation(10, 42, 3);
   EXPECT_EQ(s.indices(), first);
   s.set_epoch(4);
   EXPECT_NE(s.indices(), first);
