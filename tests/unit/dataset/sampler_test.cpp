@@ -48,8 +48,10 @@ TEST(Sampler, SharesAreEqualDisjointAndCoverForManyWorldsAndSizes) {
 }
 
 TEST(Sampler, MatchesPyTorchStridingAndPaddingWithoutShuffle) {
-  // torch DistributedSampler(range(5), num_replicas=3, shuffle=False): padded list
-  // [0,1,2,3,4,0]; rank r takes [r::3].
+  // Expected values printed by torch 2.15's own DistributedSampler (shuffle=False):
+  //   [list(DistributedSampler(range(5), 3, r, shuffle=False)) for r in range(3)]
+  //   -> [[0, 3], [1, 4], [2, 0]];  range(2) on 5 ranks -> [[0], [1], [0], [1], [0]];
+  //   range(5), 3 ranks, drop_last=True -> [[0], [1], [2]].
   auto ranks = world_of(5, 3, false, false);
   EXPECT_EQ(ranks[0].indices(), (std::vector<int64_t>{0, 3}));
   EXPECT_EQ(ranks[1].indices(), (std::vector<int64_t>{1, 4}));
