@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include "dataset/loader.h"
@@ -211,4 +212,27 @@ TEST(Loader, CudaBatchesMatchCpuBatches) {
     ++n;
   }
   EXPECT_EQ(n, cpu.batches_per_epoch());
+}
+
+TEST(Loader, ConcurrentLoadersOnOneFileGiveTheirSequentialBatches) {
+  // Several producer threads read the same file at once (all HDF5 calls under h5::lock()).
+  TempDir d;
+  hpctrain::write_synthetic(d.path(), small_spec());
+  LoaderOptions o;
+  o.batch_size = 3, o.prefetch = 2, o.augment = true;
+  std::vector<std::unique_ptr<Loader>> loaders;
+  for (int r = 0; r < 4; ++r) loaders.push_back(std::make_unique<Loader>(d / "train.h5", 4, r, o));
+  std::vector<std::vector<hpctrain::Batch>> got(4);
+  for (bool more = true; more;) {  // interleave consumers while all producers run
+    more = false;
+    for (int r = 0; r < 4; ++r)
+      if (auto b = loaders[r]->next()) got[r].push_back(std::move(*b)), more = true;
+  }
+  for (int r = 0; r < 4; ++r) {
+    o.prefetch = 0;
+    Loader alone(d / "train.h5", 4, r, o);
+    auto want = drain(alone);
+    ASSERT_EQ(want.size(), got[r].size());
+    for (size_t b = 0; b < want.size(); ++b) EXPECT_TRUE(at::equal(want[b].images, got[r][b].images));
+  }
 }
