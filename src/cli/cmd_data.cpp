@@ -1,0 +1,77 @@
+// `hpctrain data fashion-mnist|synthetic`: dataset preparation. Rank 0 writes the files (ranks
+// would otherwise race on the same paths); its outcome is broadcast so every rank exits alike.
+#include <cstdio>
+#include <functional>
+
+#include "cli/commands.h"
+#include "dataset/fashion_mnist.h"
+#include "dataset/synthetic.h"
+#include "runtime/check.h"
+#include "runtime/world.h"
+
+namespace hpctrain {
+namespace {
+
+int on_rank0(World& w, const std::function<std::string()>& work) {
+  std::string error, done;
+  if (w.rank() == 0) {
+    try {
+      done = work();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  int len = static_cast<int>(error.size());
+  HPC_MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, 0, w.comm()));
+  error.resize(len);
+  if (len) HPC_MPI_CHECK(MPI_Bcast(error.data(), len, MPI_CHAR, 0, w.comm()));
+  if (len) throw CollectiveError(error);
+  if (w.rank() == 0) std::printf("%s\n", done.c_str());
+  return 0;
+}
+
+void add(CLI::App& root, Action& chosen) {
+  auto* d = root.add_subcommand("data", "prepare data sets (HDF5: images uint8 [N,C,H,W], labels int64 [N])");
+  d->require_subcommand(1);
+
+  auto* fm = d->add_subcommand("fashion-mnist", "convert Debian's dataset-fashion-mnist idx files");
+  auto out = std::make_shared<std::string>();
+  auto src = std::make_shared<std::string>(kFashionMnistDefaultSrc);
+  fm->add_option("--out", *out, "output directory (train.h5, test.h5)")->required();
+  fm->add_option("--src", *src, "directory of the idx .gz files")->capture_default_str();
+  fm->callback([&chosen, out, src] {
+    chosen = [out, src](World& w) {
+      return on_rank0(w, [&] {
+        convert_fashion_mnist(*src, *out);
+        return "wrote " + *out + "/train.h5 (60000) and " + *out + "/test.h5 (10000)";
+      });
+    };
+  });
+
+  auto* sy = d->add_subcommand("synthetic", "generate a small learnable synthetic data set");
+  auto sout = std::make_shared<std::string>();
+  auto spec = std::make_shared<SyntheticSpec>();
+  sy->add_option("--out", *sout, "output directory (train.h5, test.h5)")->required();
+  sy->add_option("--n", spec->train_size, "training samples")->required();
+  sy->add_option("--test-n", spec->test_size, "test samples")->capture_default_str();
+  sy->add_option("--channels", spec->channels)->capture_default_str();
+  sy->add_option("--height", spec->height)->capture_default_str();
+  sy->add_option("--width", spec->width)->capture_default_str();
+  sy->add_option("--classes", spec->classes)->capture_default_str();
+  sy->add_option("--seed", spec->seed)->capture_default_str();
+  sy->add_option("--noise", spec->noise, "Gaussian noise std in pixel units")->capture_default_str();
+  sy->callback([&chosen, sout, spec] {
+    chosen = [sout, spec](World& w) {
+      return on_rank0(w, [&] {
+        write_synthetic(*sout, *spec);
+        return "wrote " + *sout + "/train.h5 (" + std::to_string(spec->train_size) + ") and " + *sout +
+               "/test.h5 (" + std::to_string(spec->test_size) + ")";
+      });
+    };
+  });
+}
+
+CommandRegistrar reg(30, add);
+
+}  // namespace
+}  // namespace hpctrain

@@ -1,0 +1,18 @@
+// One training/evaluation batch as the loader hands it out.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace hpctrain {
+
+struct Batch {
+  at::Tensor images;  // float32 [B, C, H, W], normalized, on the loader's device
+  at::Tensor labels;  // int64 [B]
+  at::Tensor valid;   // bool [B]; false for the sampler's padding duplicates
+  int64_t epoch = 0;
+  int64_t index = 0;  // batch index within the epoch share
+};
+
+}  // namespace hpctrain

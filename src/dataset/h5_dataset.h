@@ -1,0 +1,62 @@
+// Read side of an image-classification HDF5 file: validation up front, then reads of chosen
+// samples. Any file with an image dataset [N, d1..dk] (k = 2..4; a [N,H,W] file is seen as
+// [N,1,H,W]) of uint8 or float32 and an integer label dataset [N] works; the dataset names are
+// configurable. No LibTorch here, so writers and tools link it cheaply.
+//
+// Contract of open(): every problem is found before training starts and reported as one
+// hpctrain::Error line naming the file and the cause: file missing, not HDF5 (or truncated),
+// dataset missing, unsupported rank or dtype, label count != image count, a label outside
+// [0, num_classes). Labels are read and checked once at open (N int64s: small); images are read
+// on demand.
+//
+// Thread use: one H5Dataset per reading thread (the loader opens one for its own thread); all
+// HDF5 calls are made under h5::lock() (see h5_util.h for why).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataset/h5_util.h"
+
+namespace hpctrain {
+
+struct DatasetInfo {
+  int64_t size = 0;                   // N
+  std::vector<int64_t> sample_shape;  // C,H,W (or the file's per-sample dims, with C=1 added)
+  int64_t num_classes = 0;            // attribute num_classes, else class_names' size, else max+1
+  std::vector<float> mean, std;       // per channel; attributes mean/std, else 0 and 1
+  bool has_stats = false;             // mean/std came from the file
+  bool uint8_pixels = true;           // false: float32 pixels
+  std::string path;
+  int64_t sample_numel() const;
+};
+
+class H5Dataset {
+ public:
+  // Opens and validates (see the contract above). num_classes > 0 overrides the file's value.
+  static H5Dataset open(const std::string& path, const std::string& images = "images",
+                        const std::string& labels = "labels", int64_t num_classes = 0);
+
+  const DatasetInfo& info() const { return info_; }
+  const std::vector<int64_t>& labels() const { return labels_; }
+
+  // Reads the samples `sorted` (ascending; repeats allowed) as raw pixel values in float
+  // (uint8 is NOT scaled here) into out[i * sample_numel ...] in the order given. The indices are
+  // coalesced into runs of consecutive samples and fetched with ONE H5Dread over the union of
+  // those hyperslabs, so a batch costs one read however it is scattered.
+  void read(const std::vector<int64_t>& sorted, float* out) const;
+
+  // Number of H5Dread calls made by read() so far (tests check reads are coalesced).
+  int64_t read_calls() const { return read_calls_; }
+
+ private:
+  DatasetInfo info_;
+  std::vector<int64_t> labels_;
+  h5::Handle file_, images_;
+  mutable int64_t read_calls_ = 0;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,101 @@
+// Loader: batches of this rank's share, assembled (read, augment, normalize) and optionally
+// moved to the device by a background thread that runs up to `prefetch` batches ahead.
+//
+// Contract:
+// - Same batches in the same order for any prefetch depth (prefetch = 0: synchronous, built in
+//   next()). Augmentation is deterministic per (seed, epoch, sample index).
+// - Every rank gets batches_per_epoch() batches of equal sizes (see sampler.h); Batch.valid
+//   marks padding duplicates.
+// - data_wait_seconds(): total time the consumer spent blocked in next() waiting for data (with
+//   prefetch = 0, all of the assembly time).
+// - Errors in the background thread (a read failing mid-epoch) are rethrown by next().
+//   Destruction or start_epoch() mid-epoch stops and joins the thread cleanly.
+// - The constructor starts epoch 0 at batch 0 (so a plain loop can call next() at once);
+//   start_epoch()/start_at() restart it anywhere.
+// - The H5Dataset handle is opened once in the constructor (validating the file on the caller's
+//   thread, so errors come before training) and afterwards used only by the producing thread.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "dataset/batch.h"
+#include "dataset/h5_dataset.h"
+#include "dataset/sampler.h"
+#include "dataset/transfer.h"
+
+namespace hpctrain {
+
+struct LoaderOptions {
+  int64_t batch_size = 64;
+  int prefetch = 2;        // batches assembled ahead by the background thread; 0 = synchronous
+  bool shuffle = true;
+  bool drop_last = false;  // sampler: trim (true) or pad with marked duplicates (false)
+  bool augment = false;    // random crop (padding augment_pad) + horizontal flip
+  int64_t augment_pad = 2;
+  uint64_t seed = 0;
+  c10::Device device = c10::kCPU;
+  std::string images = "images", labels = "labels";
+  std::vector<float> mean, std;  // empty: the file's (training set's) values
+};
+
+class Loader {
+ public:
+  Loader(std::string path, int world, int rank, LoaderOptions opts);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Batches of the current share (of a whole epoch unless started mid-epoch by start_at).
+  int64_t batches_per_epoch() const;
+  // Starts epoch `epoch` (reshuffled) at batch `first_batch` of this world's share.
+  void start_epoch(int64_t epoch, int64_t first_batch = 0);
+  // Starts from a position saved in any world size (sampler.h explains the mapping); batch
+  // indices then count from 0 within the remaining share.
+  void start_at(const SamplerPosition& p);
+  // The next batch of the epoch, or nullopt at its end.
+  std::optional<Batch> next();
+  // Where a resume should continue after the batches next() has returned so far.
+  SamplerPosition position() const;
+  double data_wait_seconds() const { return wait_seconds_; }
+  const DatasetInfo& info() const { return dataset_.info(); }
+  const DistributedSampler& sampler() const { return sampler_; }
+  const LoaderOptions& options() const { return opts_; }
+
+ private:
+  struct Pending {
+    Batch batch;
+    std::shared_ptr<void> ready;
+  };
+  Batch assemble(int64_t b) const;
+  void produce(int64_t first, int64_t end);
+  void stop();
+  // Sets the batch range [first, batches_per_epoch()) and starts the producer if prefetching.
+  void launch(int64_t first);
+
+  LoaderOptions opts_;
+  H5Dataset dataset_;
+  DistributedSampler sampler_;
+  BatchMover mover_;
+  std::vector<float> mean_, std_;
+  int64_t next_batch_ = 0, end_batch_ = 0;
+
+  std::thread worker_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stop_ = false, done_ = false;
+  std::exception_ptr error_;
+  double wait_seconds_ = 0;
+};
+
+}  // namespace hpctrain
