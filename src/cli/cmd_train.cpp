@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "runtime/world.h"
 #include "train/config.h"
+#include "train/preempt.h"
 #include "train/trainer.h"
 
 namespace hpctrain {
@@ -25,7 +26,8 @@ int train(World& w, const TrainArgs& a) {
     std::printf("%s\n", summary.dump().c_str());
     std::fflush(stdout);
   }
-  return 0;
+  // A preempted run checkpointed and stops with the documented "try again" code.
+  return summary.value("preempted", false) ? kPreemptedExitCode : 0;
 }
 
 void add(CLI::App& root, Action& chosen) {

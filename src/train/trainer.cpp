@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "ckpt/checkpoint.h"
 #include "comm/router.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
@@ -15,6 +16,7 @@
 #include "runtime/trace.h"
 #include "runtime/world.h"
 #include "train/amp.h"
+#include "train/device_check.h"
 #include "train/evaluate.h"
 #include "train/models.h"
 #include "train/optim.h"
@@ -22,17 +24,10 @@
 #include "train/progress.h"
 #include "train/step_stats.h"
 #include "train/trace_file.h"
+#include "train/train_state.h"
+#include "hpctrain_version.h"
 
 namespace hpctrain {
-
-void check_devices(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                   const c10::Device& device) {
-  for (auto& [name, t] : tensors)
-    if (t.defined() && t.device() != device)
-      throw Error(name + (name.back() == 's' ? " are" : " is") + " on " + t.device().str() +
-                  ", model on " + device.str() +
-                  " (everything a step touches must be on the run's device)");
-}
 
 struct Trainer::State {
   TrainConfig cfg;
@@ -48,6 +43,8 @@ struct Trainer::State {
   std::unique_ptr<LrSchedule> sched;
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
+  std::unique_ptr<CheckpointWriter> writer;
+  std::optional<SamplerPosition> resume_pos;
   StepStats stats;
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
   int64_t step = 0, start_epoch = 0;
@@ -64,6 +61,9 @@ struct Trainer::State {
   void setup();
   void train_step(const Batch& b);
   void log_interval(int64_t epoch);
+  void resume();
+  void save_checkpoint(int64_t epoch, bool sync);
+  bool preemption_agreed();
   EvalResult run_eval(int64_t epoch);
 };
 
@@ -125,6 +125,17 @@ void Trainer::State::setup() {
   scaler = LossScaler(cfg.amp == "fp16");
 
   rep = std::make_unique<Reporter>(world.rank() == 0, cfg.metrics, cfg.to_json());
+  if (!cfg.ckpt_dir.empty()) {
+    CheckpointOptions co;
+    co.dir = cfg.ckpt_dir;
+    co.shard_mb = cfg.ckpt_shard_mb;
+    co.keep = static_cast<int>(cfg.ckpt_keep);
+    co.async = cfg.ckpt_async;
+    co.compress = cfg.ckpt_compress;
+    co.all_writers = cfg.ckpt_writers == "all";
+    writer = std::make_unique<CheckpointWriter>(co, *comm);
+  }
+  resume();
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " +
                std::to_string(world.node_count()) + " node(s), device " + dev.str() + ", model " +
@@ -133,6 +144,56 @@ void Trainer::State::setup() {
                std::to_string(cfg.batch_size) + " per rank), " + std::to_string(steps_per_epoch) +
                " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe());
+}
+
+// --resume auto|none|PATH. Every rank reads the same files and reaches the same decision.
+void Trainer::State::resume() {
+  if (cfg.resume == "none") return;
+  if (cfg.resume == "auto" && cfg.ckpt_dir.empty()) return;
+  std::optional<std::string> path = find_resume(cfg.ckpt_dir, cfg.resume);
+  if (!path) {
+    rep->message("hpctrain train: no checkpoint to resume from in " + cfg.ckpt_dir + "; starting fresh");
+    return;
+  }
+  CheckpointState st = read_checkpoint(*path, device);
+  TrainProgress p = restore_train_state(st, *model, *opt);
+  step = p.step;
+  start_epoch = p.sampler.epoch;
+  resume_pos = p.sampler;
+  scaler.restore(p.scaler_scale, p.scaler_good);
+  int64_t saved_world = st.meta.value("world_size", int64_t{world.size()});
+  rep->message("hpctrain train: resumed from " + *path + " at step " + std::to_string(step) +
+               ", epoch " + std::to_string(p.sampler.epoch + 1) + ", " +
+               std::to_string(p.sampler.samples_consumed) + " samples into the epoch (saved with " +
+               std::to_string(saved_world) + " rank(s); now " + std::to_string(world.size()) +
+               ", global batch " + std::to_string(global_batch) + ")");
+}
+
+void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
+  if (!writer) return;
+  TraceSpan span("checkpoint", "ckpt");
+  TrainProgress p;
+  p.step = step;
+  p.epoch = epoch;
+  p.sampler = train->position();
+  p.scaler_scale = scaler.scale();
+  p.scaler_good = scaler.good_steps();
+  const auto& info = train->info();
+  nlohmann::json meta = {{"config", cfg.to_json()},
+                         {"model", cfg.model},
+                         {"sample_shape", info.sample_shape},
+                         {"num_classes", info.num_classes},
+                         {"hpctrain_version", HPCTRAIN_VERSION}};
+  writer->save(step, capture_train_state(*model, *opt, p, meta));
+  if (sync) writer->finish();
+}
+
+// The signal handler only set a flag; here the ranks agree on it, so a rank that got no signal
+// still takes part in the final checkpoint.
+bool Trainer::State::preemption_agreed() {
+  at::Tensor flag = at::full({1}, preemption_signal() != 0 ? 1 : 0, at::kInt);
+  if (world.size() > 1) comm->allreduce(flag, ReduceOp::kMax, "preempt.flag")->wait();
+  return flag.item<int>() != 0;
 }
 
 void Trainer::State::train_step(const Batch& b) {
@@ -205,8 +266,11 @@ nlohmann::json Trainer::run() {
   bool evaluated_at_end = false;
   int64_t epoch = s.start_epoch;
   s.stats.start(s.train->data_wait_seconds());
-  for (; epoch < s.cfg.epochs && s.step < s.total_steps; ++epoch) {
-    s.train->start_epoch(epoch);
+  bool preempted = false;
+  for (; epoch < s.cfg.epochs && s.step < s.total_steps && !preempted; ++epoch) {
+    if (s.resume_pos && s.resume_pos->epoch == epoch) s.train->start_at(*s.resume_pos);
+    else s.train->start_epoch(epoch);
+    s.resume_pos.reset();
     s.model->train();
     evaluated_at_end = false;
     for (;;) {
@@ -221,11 +285,35 @@ nlohmann::json Trainer::run() {
       ++s.step;
       s.stats.set_data_wait(s.train->data_wait_seconds());
       if (s.step % s.cfg.log_every == 0 || s.step == s.total_steps) s.log_interval(epoch);
+      if (s.writer) s.writer->check_errors();
+      if (s.preemption_agreed()) {
+        preempted = true;
+        break;
+      }
+      if (s.cfg.ckpt_every > 0 && s.step % s.cfg.ckpt_every == 0 && s.step < s.total_steps)
+        s.save_checkpoint(epoch, false);
     }
+    if (preempted) break;
     last_eval = s.run_eval(epoch);
     evaluated_at_end = true;
   }
+  if (preempted) {
+    s.rep->message("hpctrain train: signal " + std::to_string(preemption_signal()) +
+                   " received; checkpointing at step " + std::to_string(s.step));
+    s.save_checkpoint(epoch, /*sync=*/true);
+    if (const char* job = std::getenv("SLURM_JOB_ID"); job && s.world.rank() == 0 &&
+        !std::getenv("HPCTRAIN_NO_REQUEUE")) {
+      std::string cmd = std::string("scontrol requeue ") + job;
+      int rc = std::system(cmd.c_str());
+      s.rep->message("hpctrain train: " + cmd + (rc == 0 ? " done" : " FAILED (rc " + std::to_string(rc) + ")"));
+    }
+    return {{"preempted", true}, {"steps", s.step}, {"world_size", s.world.size()}};
+  }
   if (!evaluated_at_end) last_eval = s.run_eval(std::max<int64_t>(epoch - 1, 0));
+  if (s.writer) {
+    s.save_checkpoint(std::max<int64_t>(epoch - 1, 0), /*sync=*/false);
+    s.writer->finish();
+  }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json summary = {{"world_size", s.world.size()},
                             {"device", s.dev.cuda ? "cuda" : "cpu"},

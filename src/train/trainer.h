@@ -32,9 +32,4 @@ class Trainer {
   std::unique_ptr<State> s_;
 };
 
-// Checks that every named tensor is on `device`; throws hpctrain::Error such as
-// "labels are on cpu, model on cuda:0" otherwise.
-void check_devices(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                   const c10::Device& device);
-
 }  // namespace hpctrain

@@ -1,0 +1,124 @@
+#include "train/train_state.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <map>
+
+#include "ddp/ddp.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+namespace {
+
+std::map<void*, std::string> param_names(torch::nn::Module& model) {
+  std::map<void*, std::string> names;
+  for (auto& item : model.named_parameters(true)) names[item.value().unsafeGetTensorImpl()] = item.key();
+  return names;
+}
+
+}  // namespace
+
+CheckpointState capture_train_state(torch::nn::Module& model, torch::optim::Optimizer& opt,
+                                    const TrainProgress& p, const nlohmann::json& extra_meta) {
+  CheckpointState st;
+  for (auto& item : model.named_parameters(true)) st.tensors.emplace_back("model/" + item.key(), item.value().detach());
+  for (auto& item : model.named_buffers(true))
+    if (item.value().defined()) st.tensors.emplace_back("model/" + item.key(), item.value());
+  auto names = param_names(model);
+  for (auto& [key, state] : opt.state()) {
+    auto it = names.find(key);
+    if (it == names.end()) continue;
+    const std::string base = "optim/" + it->second;
+    if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(state.get())) {
+      if (s->momentum_buffer().defined()) st.tensors.emplace_back(base + ".momentum_buffer", s->momentum_buffer());
+    } else if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(state.get())) {
+      st.tensors.emplace_back(base + ".exp_avg", a->exp_avg());
+      st.tensors.emplace_back(base + ".exp_avg_sq", a->exp_avg_sq());
+      if (a->max_exp_avg_sq().defined()) st.tensors.emplace_back(base + ".max_exp_avg_sq", a->max_exp_avg_sq());
+      st.tensors.emplace_back(base + ".step", at::scalar_tensor(a->step(), at::kLong));
+    }
+  }
+  st.tensors.emplace_back("state/rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  st.meta = extra_meta;
+  st.meta["epoch"] = p.epoch;
+  st.meta["train_step"] = p.step;
+  st.meta["sampler"] = {{"epoch", p.sampler.epoch}, {"samples_consumed", p.sampler.samples_consumed}};
+  st.meta["scaler"] = {{"scale", p.scaler_scale}, {"good_steps", p.scaler_good}};
+  return st;
+}
+
+void load_model_tensors(const CheckpointState& st, torch::nn::Module& model) {
+  std::map<std::string, at::Tensor> saved;
+  for (auto& [name, t] : st.tensors)
+    if (name.rfind("model/", 0) == 0) saved[name.substr(6)] = t;
+  std::map<std::string, at::Tensor> target;
+  for (auto& item : model.named_parameters(true)) target[item.key()] = item.value();
+  for (auto& item : model.named_buffers(true))
+    if (item.value().defined()) target[item.key()] = item.value();
+  std::string missing, unexpected, shapes;
+  for (auto& [name, t] : target) {
+    auto it = saved.find(name);
+    if (it == saved.end()) missing += (missing.empty() ? "" : ", ") + name;
+    else if (it->second.sizes() != t.sizes())
+      shapes += (shapes.empty() ? "" : ", ") + name + ": saved " + shape_string(it->second.sizes()) +
+                " vs model " + shape_string(t.sizes());
+  }
+  for (auto& [name, t] : saved)
+    if (!target.count(name)) unexpected += (unexpected.empty() ? "" : ", ") + name;
+  if (!missing.empty() || !unexpected.empty() || !shapes.empty())
+    throw Error("checkpoint does not match the model: missing keys [" + missing +
+                "]; unexpected keys [" + unexpected + "]; shape mismatches [" + shapes + "]");
+  at::NoGradGuard no_grad;
+  for (auto& [name, t] : target) t.copy_(saved[name]);
+}
+
+TrainProgress restore_train_state(const CheckpointState& st, torch::nn::Module& model,
+                                  torch::optim::Optimizer& opt) {
+  load_model_tensors(st, model);
+  std::map<std::string, at::Tensor> saved;
+  for (auto& [name, t] : st.tensors) saved[name] = t;
+  auto names = param_names(model);
+  // Optimizer state: create each parameter's state object, then fill its slots by name.
+  bool adamw = dynamic_cast<torch::optim::AdamW*>(&opt) != nullptr;
+  for (auto& [key, pname] : names) {
+    const std::string base = "optim/" + pname;
+    auto get = [&](const std::string& slot) {
+      auto it = saved.find(base + "." + slot);
+      return it == saved.end() ? at::Tensor() : it->second;
+    };
+    if (adamw) {
+      if (!get("exp_avg").defined()) continue;
+      auto s = std::make_unique<torch::optim::AdamWParamState>();
+      s->exp_avg(get("exp_avg").clone());
+      s->exp_avg_sq(get("exp_avg_sq").clone());
+      if (get("max_exp_avg_sq").defined()) s->max_exp_avg_sq(get("max_exp_avg_sq").clone());
+      s->step(get("step").item<int64_t>());
+      opt.state()[key] = std::move(s);
+    } else {
+      if (!get("momentum_buffer").defined()) continue;
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      s->momentum_buffer(get("momentum_buffer").clone());
+      opt.state()[key] = std::move(s);
+    }
+  }
+  if (auto it = saved.find("state/rng.cpu"); it != saved.end())
+    at::detail::getDefaultCPUGenerator().set_state(it->second.cpu());
+  TrainProgress p;
+  const auto& m = st.meta;
+  p.epoch = m.value("epoch", int64_t{0});
+  p.step = m.value("train_step", int64_t{0});
+  if (m.contains("sampler")) {
+    p.sampler.epoch = m["sampler"].value("epoch", int64_t{0});
+    p.sampler.samples_consumed = m["sampler"].value("samples_consumed", int64_t{0});
+  }
+  if (m.contains("scaler")) {
+    p.scaler_scale = m["scaler"].value("scale", 65536.0);
+    p.scaler_good = m["scaler"].value("good_steps", int64_t{0});
+  }
+  return p;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,42 @@
+// The trainer's state <-> a checkpoint's named tensors and metadata.
+//
+// Contract:
+// - capture(): model/<name> for every parameter and buffer (plain dotted names, no "module."
+//   prefix), optim/<param name>.<slot> for optimizer state (SGD momentum_buffer; AdamW
+//   exp_avg, exp_avg_sq, step), state/rng.cpu (+ state/rng.cuda on GPUs); metadata: epoch,
+//   step, sampler position (global samples consumed, so it survives a world-size change),
+//   loss-scaler state, schedule, config, model name and data shape (so `hpctrain eval` can
+//   rebuild the model from the checkpoint alone).
+// - restore() is the inverse; a checkpoint of another model is an error listing missing keys,
+//   unexpected keys and shape mismatches (through load_model's rules).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "dataset/sampler.h"
+
+namespace hpctrain {
+
+struct TrainProgress {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  SamplerPosition sampler;
+  double scaler_scale = 65536.0;
+  int64_t scaler_good = 0;
+};
+
+CheckpointState capture_train_state(torch::nn::Module& model, torch::optim::Optimizer& opt,
+                                    const TrainProgress& progress, const nlohmann::json& extra_meta);
+
+// Restores model, optimizer and RNG from `st`; returns the progress saved with it.
+TrainProgress restore_train_state(const CheckpointState& st, torch::nn::Module& model,
+                                  torch::optim::Optimizer& opt);
+
+// Copies `model/` tensors of `st` into `model`; mismatches are one error listing them all.
+void load_model_tensors(const CheckpointState& st, torch::nn::Module& model);
+
+}  // namespace hpctrain
