@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "ckpt/dir_ops.h"
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
 #include "runtime/check.h"

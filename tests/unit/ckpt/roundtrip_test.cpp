@@ -21,7 +21,7 @@ TEST(ShardPlan, CapsAndGivesOversizedTensorsTheirOwnShard) {
   // cap 10: [4,4] | [12] | [3,7] | [11] | [1]
   EXPECT_EQ(ckpt::plan_shards({4, 4, 12, 3, 7, 11, 1}, 10), (std::vector<int>{0, 0, 1, 2, 2, 3, 4}));
   EXPECT_EQ(ckpt::plan_shards({20}, 10), (std::vector<int>{0}));
-  EXPECT_EQ(ckpt::plan_shards({0, 0, 10, 0}, 10), (std::vector<int>{0, 0, 0, 1}));
+  EXPECT_EQ(ckpt::plan_shards({0, 0, 10, 0}, 10), (std::vector<int>{0, 0, 0, 0}));  // fits exactly
   EXPECT_TRUE(ckpt::plan_shards({}, 10).empty());
 }
 

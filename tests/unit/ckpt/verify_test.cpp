@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ckpt/dir_ops.h"
 #include "ckpt/h5_tensor.h"
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
