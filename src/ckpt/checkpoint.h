@@ -1,0 +1,120 @@
+// Checkpoints: the public API the trainer (and users' own C++ programs) call.
+//
+// Layout on disk (contract, see DESIGN.md):
+//   DIR/step-00000400/manifest.json              written last; its presence + the directory name
+//   DIR/step-00000400/shard-00000-of-00002.h5    without ".tmp" is what makes a checkpoint complete
+//   DIR/latest                                   one line: "step-00000400"
+// Tensor names are "<group>/<plain dotted name>": group is model (params + buffers, no
+// "module." prefix), optim (state keyed by parameter name, e.g. optim/fc.weight.exp_avg) or
+// state (rng, sampler, scaler... tensors). Each becomes the HDF5 dataset of that path in its
+// shard. Dtypes: float32/64, float16 (IEEE half, h5py reads '<f2'), bfloat16 (uint16 raw bits,
+// attribute dtype="bfloat16"; h5py reads '<u2', view as bf16 by shifting into float32's high
+// half), int32/64, uint8, bool (HDF5 enum FALSE/TRUE over int8, h5py reads numpy bool).
+// Every dataset carries a string attribute "dtype" with the torch dtype name. Empty and
+// 0-d tensors are stored as zero-sized / scalar dataspaces.
+//
+// Trainer contract:
+// - CheckpointWriter is collective: construct it, call save()/check_errors()/finish() on all
+//   ranks at the same step boundaries, from the thread that issues the trainer's collectives.
+// - save() copies the tensors to host at call time (pinned memory for CUDA tensors), so the
+//   caller may update them right after. It returns before the files are written (async).
+// - check_errors() at every step boundary: a write error of any rank is thrown on every rank as
+//   CollectiveError ("checkpoint step-00000400: rank 0: ..."), never lost.
+// - finish() before exit: waits for the last write and raises its error on every rank.
+// - With all_writers=false (default) only rank 0's tensors are written: pass the same state on
+//   every rank (other ranks' tensors are ignored and may be empty). With all_writers=true every
+//   rank must pass identical tensor names/shapes/values (replicated DP state): shard i is written
+//   by rank i % world_size from its own copy, rank 0 builds the manifest from its copy, so a
+//   rank whose copy differed shows up as a checksum failure on verify. DIR must be shared.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace hpctrain {
+
+class Communicator;
+
+// What a checkpoint holds.
+struct CheckpointState {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;  // full names, see above
+  // Trainer metadata: at least "epoch"; also config, sampler position, scaler, scheduler...
+  // Stored verbatim under manifest["meta"]. The writer adds step, world size, versions.
+  nlohmann::json meta = nlohmann::json::object();
+};
+
+struct CheckpointOptions {
+  std::string dir;
+  int64_t shard_mb = 512;   // shard size cap; a tensor larger than the cap gets its own shard
+  int keep = 0;             // keep the newest K complete checkpoints; 0 keeps all
+  bool async = true;        // write in a background thread
+  bool compress = false;    // gzip (level 4) chunked datasets
+  bool all_writers = false; // spread shards over ranks (shared filesystem required)
+};
+
+// Asynchronous, atomic, error-agreeing checkpoint writer. See the contract above.
+class CheckpointWriter {
+ public:
+  // Collective. Rank 0 removes stale *.tmp directories and latest.tmp in opts.dir.
+  // `comm` must carry CPU tensors (the MPI communicator, or a DeviceRouter).
+  CheckpointWriter(CheckpointOptions opts, Communicator& comm);
+  // Waits for a write in flight (errors are then only printed: call finish() to see them).
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Collective. Waits for the previous write (at most one in flight), raises its error on all
+  // ranks, snapshots `state` to host and starts writing DIR/step-<step>. With async=false it
+  // returns after the checkpoint is committed.
+  void save(int64_t step, CheckpointState state);
+  // Collective, cheap (one allreduce of two int64). Throws CollectiveError on every rank if
+  // any rank's write failed; in all_writers mode also commits once every shard is written.
+  void check_errors();
+  // Collective. Waits for the write in flight, commits it and raises any error on all ranks.
+  void finish();
+
+  const CheckpointOptions& options() const { return opts_; }
+
+ private:
+  struct Job;
+  void wait_local();
+  void agree(bool wait_all);
+  void run_job(Job& job);
+
+  CheckpointOptions opts_;
+  Communicator& comm_;
+  std::unique_ptr<Job> job_;
+  std::thread thread_;
+};
+
+// Resume decision. mode: "none" -> nullopt; "auto" -> the newest complete checkpoint under
+// `dir` whose checksums verify (a failing one is reported on stderr and the previous one is
+// tried; nullopt if none); anything else is a path (a step directory, or a checkpoint root
+// whose `latest` is followed) that must verify, else hpctrain::Error.
+// Reads files only (no collective); all ranks get the same answer from the same files.
+std::optional<std::string> find_resume(const std::string& dir, const std::string& mode);
+
+// Reads and verifies a step directory (or a merged .h5 from `ckpt merge`) and maps every tensor
+// to `device`. Throws hpctrain::Error naming the file and tensor on any failure.
+CheckpointState read_checkpoint(const std::string& path, c10::Device device);
+
+// Loads the `model/` tensors of a checkpoint (step dir or merged .h5) into `model`'s parameters
+// and buffers (matched by plain dotted name). A mismatch throws hpctrain::Error listing missing
+// keys, unexpected keys and shape mismatches ("fc.weight: saved [10,256] vs model [10,128]").
+void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);
+
+}  // namespace hpctrain

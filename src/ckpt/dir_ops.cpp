@@ -1,0 +1,117 @@
+#include "ckpt/dir_ops.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "runtime/check.h"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain::ckpt {
+
+void fsync_path(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw Error("cannot open " + path + " to fsync: " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw Error("fsync " + path + " failed: " + std::strerror(err));
+}
+
+static std::string parent_of(const std::string& path) {
+  auto p = fs::path(path).parent_path();
+  return p.empty() ? "." : p.string();
+}
+
+void rename_durable(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    throw Error("rename " + from + " -> " + to + " failed: " + std::strerror(errno));
+  fsync_path(parent_of(to));
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error("write " + tmp + " failed: " + std::strerror(err));
+    }
+    off += static_cast<size_t>(n);
+  }
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw Error("fsync " + tmp + " failed");
+  rename_durable(tmp, path);
+}
+
+std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  static const std::regex re("step-([0-9]{8,})");
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    std::string name = e.path().filename().string();
+    if (e.is_directory() && std::regex_match(name, m, re) &&
+        fs::exists(e.path() / "manifest.json"))
+      out.emplace_back(std::stoll(m[1]), e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int remove_stale(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  int n = 0;
+  static const std::regex re("step-[0-9]{8,}(\\.old)?\\.tmp");
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (std::regex_match(name, re) || name == "latest.tmp") {
+      fs::remove_all(e.path());
+      ++n;
+    }
+  }
+  return n;
+}
+
+void prune(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  auto all = complete_checkpoints(dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+    std::string doomed = all[i].second + ".tmp";
+    rename_durable(all[i].second, doomed);
+    fs::remove_all(doomed);
+  }
+}
+
+void fault_point(const std::string& point) {
+  const char* env = std::getenv("HPCTRAIN_CKPT_FAULT");
+  if (!env) return;
+  std::string spec = env;
+  bool sleep = spec.rfind("sleep@", 0) == 0;
+  if (sleep) spec = spec.substr(6);
+  if (spec != point) return;
+  if (sleep) {
+    std::fprintf(stderr, "hpctrain ckpt: fault injection: sleeping at %s (pid %d)\n",
+                 point.c_str(), static_cast<int>(::getpid()));
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::seconds(600));
+  }
+  throw Error("injected checkpoint fault at " + point + " (HPCTRAIN_CKPT_FAULT)");
+}
+
+}  // namespace hpctrain::ckpt

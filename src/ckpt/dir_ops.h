@@ -1,0 +1,36 @@
+// Durable, atomic file-system steps of a checkpoint commit (internal to src/ckpt).
+// Why each step: a rename is atomic but only durable once the parent directory is fsynced,
+// and the files must be fsynced before the rename, or a crash could expose a complete-looking
+// directory with missing bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hpctrain::ckpt {
+
+void fsync_path(const std::string& path);  // a file or a directory; throws naming it
+// Writes `content` to `path` + ".tmp", fsyncs it, renames it over `path`, fsyncs the directory.
+void write_file_atomic(const std::string& path, const std::string& content);
+// rename(from, to) + fsync of the parent directory.
+void rename_durable(const std::string& from, const std::string& to);
+
+// Complete checkpoints under `dir` (step-NNNNNNNN directories with a manifest.json; never
+// *.tmp), oldest first, as (step, path).
+std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir);
+// Removes stale step-*.tmp directories and latest.tmp (left by a crash). Returns how many.
+int remove_stale(const std::string& dir);
+// Deletes the oldest complete checkpoints beyond `keep` (0 = keep all), never the newest.
+// Each is first renamed to *.tmp so a crash mid-delete leaves no half checkpoint that looks
+// complete.
+void prune(const std::string& dir, int keep);
+
+// Fault injection for crash tests. HPCTRAIN_CKPT_FAULT="<point>" or "<point>:<n>" throws an
+// Error at that point; "sleep@<point>[:<n>]" sleeps 600 s there (for a SIGKILL to land).
+// Points: in_shard:<i> (a tensor written, file not closed), after_shard:<i>, before_manifest,
+// before_rename, before_latest, before_prune.
+void fault_point(const std::string& point);
+
+}  // namespace hpctrain::ckpt

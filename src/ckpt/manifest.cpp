@@ -1,0 +1,111 @@
+#include "ckpt/manifest.h"
+
+#include <hdf5.h>
+#include <mpi.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "hpctrain_version.h"
+#include "runtime/check.h"
+
+namespace hpctrain::ckpt {
+
+nlohmann::json Manifest::to_json() const {
+  nlohmann::json ts = nlohmann::json::array();
+  for (const auto& t : tensors)
+    ts.push_back({{"name", t.name}, {"shard", t.shard}, {"dtype", t.dtype}, {"shape", t.shape},
+                  {"nbytes", t.nbytes}, {"xxh3", t.xxh3}});
+  nlohmann::json j = {{"format", "hpctrain-checkpoint"}, {"format_version", format_version},
+                      {"step", step}, {"world_size", world_size}, {"versions", versions},
+                      {"meta", meta}, {"shards", shards}, {"tensors", ts}};
+  if (meta.contains("epoch")) j["epoch"] = meta["epoch"];
+  return j;
+}
+
+Manifest Manifest::from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    if (j.value("format", "") != "hpctrain-checkpoint")
+      throw Error(source + ": not an hpctrain checkpoint manifest");
+    Manifest m;
+    m.format_version = j.at("format_version").get<int>();
+    if (m.format_version != 1)
+      throw Error(source + ": unsupported format_version " + std::to_string(m.format_version));
+    m.step = j.at("step").get<int64_t>();
+    m.world_size = j.at("world_size").get<int>();
+    m.versions = j.value("versions", nlohmann::json::object());
+    m.meta = j.value("meta", nlohmann::json::object());
+    m.shards = j.at("shards").get<std::vector<std::string>>();
+    for (const auto& t : j.at("tensors")) {
+      TensorEntry e{t.at("name").get<std::string>(), t.at("shard").get<int>(),
+                    t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<int64_t>>(),
+                    t.at("nbytes").get<int64_t>(), t.at("xxh3").get<std::string>()};
+      if (e.shard < 0 || e.shard >= static_cast<int>(m.shards.size()))
+        throw Error(source + ": tensor " + e.name + " names shard " + std::to_string(e.shard) +
+                    " of " + std::to_string(m.shards.size()));
+      m.tensors.push_back(std::move(e));
+    }
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(source + ": malformed manifest: " + e.what());
+  }
+}
+
+Manifest read_manifest(const std::string& dir) {
+  std::string path = dir + "/manifest.json";
+  if (!std::filesystem::exists(path)) throw Error("no manifest.json in " + dir + " (incomplete checkpoint?)");
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not valid JSON: " + e.what());
+  }
+  return Manifest::from_json(j, path);
+}
+
+std::string shard_file_name(int index, int count) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.h5", index, count);
+  return buf;
+}
+
+std::string step_dir_name(int64_t step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "step-%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::vector<int> plan_shards(const std::vector<int64_t>& nbytes, int64_t cap) {
+  std::vector<int> out(nbytes.size());
+  int shard = 0;
+  int64_t used = 0;
+  bool open = false;  // the current shard holds at least one tensor
+  for (size_t i = 0; i < nbytes.size(); ++i) {
+    if (open && used + nbytes[i] > cap) {
+      ++shard;
+      used = 0;
+      open = false;
+    }
+    out[i] = shard;
+    used += nbytes[i];
+    open = true;
+  }
+  return out;
+}
+
+nlohmann::json library_versions() {
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(mpi, &len);
+  std::string mpi_s(mpi, static_cast<size_t>(len));
+  mpi_s = mpi_s.substr(0, mpi_s.find_first_of(",\n"));
+  return {{"hpctrain", HPCTRAIN_VERSION}, {"libtorch", TORCH_VERSION}, {"mpi", mpi_s},
+          {"hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel)}};
+}
+
+}  // namespace hpctrain::ckpt

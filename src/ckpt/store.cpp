@@ -1,0 +1,113 @@
+#include "ckpt/store.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <set>
+
+#include "ckpt/dir_ops.h"
+#include "ckpt/h5_tensor.h"
+#include "runtime/check.h"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain::ckpt {
+
+NamedTensors snapshot_to_host(const NamedTensors& tensors) {
+  NamedTensors out;
+  out.reserve(tensors.size());
+  std::set<std::string> seen;
+  for (const auto& [name, t] : tensors) {
+    auto slash = name.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == name.size())
+      throw Error("checkpoint: tensor name '" + name + "' must be <group>/<name> (model/, optim/, state/)");
+    if (!seen.insert(name).second) throw Error("checkpoint: duplicate tensor name " + name);
+    if (!t.defined()) throw Error("checkpoint: tensor " + name + " is undefined");
+    dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
+    at::Tensor src = t.detach();
+    at::Tensor host = at::empty(src.sizes(), at::TensorOptions(src.scalar_type())
+                                                 .pinned_memory(src.is_cuda()));
+    host.copy_(src);  // a copy even for CPU tensors: training goes on mutating them
+    out.emplace_back(name, std::move(host));
+  }
+  return out;
+}
+
+Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_size, int64_t shard_mb) {
+  if (shard_mb <= 0) throw Error("checkpoint: shard size must be > 0 MiB");
+  Manifest m;
+  m.step = step;
+  m.world_size = world_size;
+  m.meta = state.meta;
+  m.versions = library_versions();
+  std::vector<int64_t> sizes;
+  for (const auto& [name, t] : state.tensors) sizes.push_back(static_cast<int64_t>(t.nbytes()));
+  std::vector<int> shard = plan_shards(sizes, shard_mb << 20);
+  int count = shard.empty() ? 1 : shard.back() + 1;
+  for (int i = 0; i < count; ++i) m.shards.push_back(shard_file_name(i, count));
+  for (size_t i = 0; i < state.tensors.size(); ++i) {
+    const at::Tensor& t = state.tensors[i].second;
+    m.tensors.push_back({state.tensors[i].first, shard[i], dtype_name(t.scalar_type()),
+                         t.sizes().vec(), sizes[i], ""});
+  }
+  return m;
+}
+
+void fill_checksums(Manifest& m, const NamedTensors& host) {
+  for (size_t i = 0; i < m.tensors.size(); ++i) m.tensors[i].xxh3 = checksum(host[i].second);
+}
+
+std::string tmp_dir_for(const std::string& dir, int64_t step) {
+  return dir + "/" + step_dir_name(step) + ".tmp";
+}
+
+void write_shards(const std::string& tmp_dir, const Manifest& m, const NamedTensors& host,
+                  int writer, int nwriters, bool compress) {
+  std::error_code ec;
+  fs::create_directories(tmp_dir, ec);
+  if (ec) throw Error("cannot create " + tmp_dir + ": " + ec.message());
+  for (int s = 0; s < static_cast<int>(m.shards.size()); ++s) {
+    if (s % nwriters != writer) continue;
+    std::string path = tmp_dir + "/" + m.shards[s];
+    H5Id file = create_h5(path);
+    bool first = true;
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      if (m.tensors[i].shard != s) continue;
+      write_tensor(file, m.tensors[i].name, host[i].second, compress);
+      if (first) fault_point("in_shard:" + std::to_string(s));
+      first = false;
+    }
+    close_and_sync(file, path);
+    fault_point("after_shard:" + std::to_string(s));
+  }
+}
+
+void commit(const std::string& dir, const Manifest& m, int keep) {
+  std::string tmp = tmp_dir_for(dir, m.step);
+  fault_point("before_manifest");
+  write_file_atomic(tmp + "/manifest.json", m.to_json().dump(1) + "\n");
+  fsync_path(tmp);
+  fault_point("before_rename");
+  std::string final_dir = dir + "/" + step_dir_name(m.step);
+  if (fs::exists(final_dir)) {
+    // Re-saving a step (e.g. after resuming from it): retire the old one first, via *.tmp.
+    rename_durable(final_dir, final_dir + ".old.tmp");
+    fs::remove_all(final_dir + ".old.tmp");
+  }
+  rename_durable(tmp, final_dir);
+  fault_point("before_latest");
+  write_file_atomic(dir + "/latest", step_dir_name(m.step) + "\n");
+  fault_point("before_prune");
+  prune(dir, keep);
+}
+
+void write_checkpoint_sync(const CheckpointOptions& opts, int64_t step, const CheckpointState& state,
+                           int world_size) {
+  NamedTensors host = snapshot_to_host(state.tensors);
+  Manifest m = plan_manifest(step, state, world_size, opts.shard_mb);
+  fill_checksums(m, host);
+  write_shards(tmp_dir_for(opts.dir, step), m, host, 0, 1, opts.compress);
+  commit(opts.dir, m, opts.keep);
+}
+
+}  // namespace hpctrain::ckpt

@@ -1,0 +1,170 @@
+// CheckpointWriter: snapshot at the step boundary, write in a background thread, agree on
+// errors through the communicator at every boundary. Why the commit of an all_writers
+// checkpoint happens in check_errors on rank 0: only the trainer's thread may issue
+// collectives (they must be ordered like every other collective), and the boundary allreduce is
+// where rank 0 learns that every rank's shards are durable.
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/dir_ops.h"
+#include "ckpt/store.h"
+#include "comm/communicator.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+struct CheckpointWriter::Job {
+  ckpt::Manifest manifest;
+  ckpt::NamedTensors host;
+  bool writes = false;              // this rank writes shards
+  bool commits_in_thread = false;   // rank 0 without all_writers: commit right after its shards
+  bool committed = false;           // all_writers: set on rank 0 by the main thread
+  std::atomic<bool> done{false};
+  std::string error;                // set by the thread before `done`
+};
+
+namespace {
+
+// Collective: if any rank has a non-empty `local_error`, throws CollectiveError on every rank
+// with every failing rank's message. `pending` is summed and returned otherwise.
+int64_t agree_on(Communicator& comm, const std::string& local_error, int64_t pending,
+                 const std::string& context) {
+  at::Tensor flags = at::tensor({local_error.empty() ? int64_t{0} : int64_t{1}, pending}, at::kLong);
+  comm.allreduce(flags, ReduceOp::kSum, "ckpt.errors")->wait();
+  if (flags[0].item<int64_t>() == 0) return flags[1].item<int64_t>();
+  at::Tensor bytes = at::empty({static_cast<int64_t>(local_error.size())}, at::kByte);
+  if (!local_error.empty()) std::memcpy(bytes.data_ptr(), local_error.data(), local_error.size());
+  std::vector<at::Tensor> parts;
+  comm.allgather(bytes, &parts, "ckpt.error_messages")->wait();
+  std::string msg = context + " failed:";
+  for (size_t r = 0; r < parts.size(); ++r)
+    if (parts[r].numel() > 0)
+      msg += " rank " + std::to_string(r) + ": " +
+             std::string(static_cast<const char*>(parts[r].data_ptr()), parts[r].numel()) + ";";
+  msg.pop_back();
+  throw CollectiveError(msg);
+}
+
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(CheckpointOptions opts, Communicator& comm)
+    : opts_(std::move(opts)), comm_(comm) {
+  std::string err;
+  if (opts_.dir.empty()) throw CollectiveError("checkpoint: no directory given (--ckpt-dir)");
+  if (comm_.rank() == 0) {
+    try {
+      std::filesystem::create_directories(opts_.dir);
+      int n = ckpt::remove_stale(opts_.dir);
+      if (n > 0)
+        std::fprintf(stderr, "hpctrain: removed %d stale temporary checkpoint entr%s in %s\n", n,
+                     n == 1 ? "y" : "ies", opts_.dir.c_str());
+    } catch (const std::exception& e) {
+      err = std::string("cannot prepare ") + opts_.dir + ": " + e.what();
+    }
+  }
+  agree_on(comm_, err, 0, "checkpoint set-up");  // also a barrier: nobody writes before cleanup
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  wait_local();
+  if (job_ && !job_->error.empty())
+    std::fprintf(stderr, "hpctrain: checkpoint step-%08lld: unreported error: %s\n",
+                 static_cast<long long>(job_->manifest.step), job_->error.c_str());
+}
+
+void CheckpointWriter::wait_local() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointWriter::run_job(Job& job) {
+  try {
+    int rank = comm_.rank(), n = comm_.size();
+    std::string tmp = ckpt::tmp_dir_for(opts_.dir, job.manifest.step);
+    if (rank == 0) ckpt::fill_checksums(job.manifest, job.host);
+    ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0,
+                       opts_.all_writers ? n : 1, opts_.compress);
+    job.host.clear();  // free host memory as soon as the bytes are on disk
+    if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep);
+  } catch (const std::exception& e) {
+    job.error = e.what();
+  }
+  job.done.store(true, std::memory_order_release);
+}
+
+void CheckpointWriter::agree(bool wait_all) {
+  for (;;) {
+    if (wait_all) wait_local();
+    std::string err = job_ && job_->done.load(std::memory_order_acquire) ? job_->error : "";
+    int64_t pending = job_ && job_->writes && !job_->done.load(std::memory_order_acquire) ? 1 : 0;
+    std::string context = job_ ? "checkpoint " + ckpt::step_dir_name(job_->manifest.step) : "checkpoint";
+    int64_t all_pending;
+    try {
+      all_pending = agree_on(comm_, err, pending, context);
+    } catch (...) {
+      wait_local();
+      job_.reset();  // reported: don't raise it twice
+      throw;
+    }
+    bool need_commit = job_ && opts_.all_writers && !job_->committed;
+    if (need_commit && all_pending == 0) {
+      // Every rank's shards are fsynced: rank 0 publishes the checkpoint.
+      if (comm_.rank() == 0) {
+        try {
+          ckpt::commit(opts_.dir, job_->manifest, opts_.keep);
+        } catch (const std::exception& e) {
+          job_->error = e.what();
+        }
+      }
+      job_->committed = true;
+      if (wait_all) continue;  // agree on the commit's outcome now
+    }
+    if (!wait_all || all_pending == 0) break;
+  }
+  if (job_ && job_->done && job_->error.empty() && (!opts_.all_writers || job_->committed)) {
+    wait_local();
+    job_.reset();
+  }
+}
+
+void CheckpointWriter::save(int64_t step, CheckpointState state) {
+  agree(true);  // at most one write in flight; its errors surface here on every rank
+  // Name and dtype checks run on every rank so that a bad state fails identically everywhere.
+  std::string err;
+  ckpt::Manifest manifest;
+  try {
+    manifest = ckpt::plan_manifest(step, state, comm_.size(), opts_.shard_mb);
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  int rank = comm_.rank();
+  auto job = std::make_unique<Job>();
+  job->manifest = std::move(manifest);
+  job->writes = opts_.all_writers || rank == 0;
+  job->commits_in_thread = !opts_.all_writers && rank == 0;
+  if (err.empty() && job->writes) {
+    try {
+      job->host = ckpt::snapshot_to_host(state.tensors);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  }
+  agree_on(comm_, err, 0, "checkpoint " + ckpt::step_dir_name(step) + " snapshot");
+  job_ = std::move(job);
+  if (job_->writes) {
+    thread_ = std::thread([this, j = job_.get()] { run_job(*j); });
+  } else {
+    job_->done = true;
+  }
+  if (!opts_.async) agree(true);
+}
+
+void CheckpointWriter::check_errors() { agree(false); }
+
+void CheckpointWriter::finish() { agree(true); }
+
+}  // namespace hpctrain

@@ -1,0 +1,80 @@
+// `hpctrain ckpt inspect|verify|merge PATH`: thin wrappers over src/ckpt. Rank 0 does the
+// work (they read files only); every rank exits with rank 0's code.
+#include <cstdio>
+#include <functional>
+
+#include "cli/commands.h"
+#include "ckpt/merge.h"
+#include "ckpt/reader.h"
+#include "runtime/check.h"
+#include "runtime/world.h"
+
+namespace hpctrain {
+namespace {
+
+int on_rank0(World& w, const char* what, const std::function<void()>& body) {
+  int rc = 0;
+  if (w.rank() == 0) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hpctrain ckpt %s: %s\n", what, e.what());
+      rc = 1;
+    }
+    std::fflush(stdout);
+  }
+  HPC_MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, w.comm()));
+  return rc;
+}
+
+void verify(const std::string& path) {
+  std::string dir = ckpt::resolve_checkpoint_path(path);
+  int64_t bytes = 0;
+  ckpt::Manifest m = ckpt::verify_checkpoint(
+      dir, [&](const ckpt::TensorEntry& e, const at::Tensor&) { bytes += e.nbytes; });
+  std::printf("OK %s: step %lld, %zu tensors in %zu shard(s), %lld bytes, all checksums match\n",
+              dir.c_str(), static_cast<long long>(m.step), m.tensors.size(), m.shards.size(),
+              static_cast<long long>(bytes));
+}
+
+void add(CLI::App& root, Action& chosen) {
+  auto* c = root.add_subcommand("ckpt", "inspect, verify and merge checkpoints");
+  c->require_subcommand(1);
+  auto path = std::make_shared<std::string>();
+
+  auto* ins = c->add_subcommand("inspect", "step, epoch, world size, config and tensor table");
+  ins->add_option("PATH", *path, "step directory or checkpoint root (follows `latest`)")->required();
+  ins->callback([&chosen, path] {
+    chosen = [path](World& w) {
+      return on_rank0(w, "inspect", [&] { std::fputs(ckpt::inspect_checkpoint(*path).c_str(), stdout); });
+    };
+  });
+
+  auto* ver = c->add_subcommand("verify", "re-read every tensor and check checksums, shapes, completeness");
+  ver->add_option("PATH", *path, "step directory or checkpoint root (follows `latest`)")->required();
+  ver->callback([&chosen, path] {
+    chosen = [path](World& w) { return on_rank0(w, "verify", [&] { verify(*path); }); };
+  });
+
+  auto* mrg = c->add_subcommand("merge", "one HDF5 file (or LibTorch archive) from a sharded checkpoint");
+  auto out = std::make_shared<std::string>();
+  auto opts = std::make_shared<ckpt::MergeOptions>();
+  mrg->add_option("PATH", *path, "step directory or checkpoint root (follows `latest`)")->required();
+  mrg->add_option("--out", *out, "output file (.h5 or .pt)")->required();
+  mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (h5)");
+  mrg->add_option("--dtype", opts->dtype, "fp16|bf16: cast floating tensors")->check(CLI::IsMember({"fp16", "bf16"}));
+  mrg->add_option("--format", opts->format, "h5 (default) or pt (torch::load-able)")->check(CLI::IsMember({"h5", "pt"}));
+  mrg->callback([&chosen, path, out, opts] {
+    chosen = [path, out, opts](World& w) {
+      return on_rank0(w, "merge", [&] {
+        ckpt::merge_checkpoint(*path, *out, *opts);
+        std::printf("wrote %s (%s)\n", out->c_str(), opts->format.c_str());
+      });
+    };
+  });
+}
+
+CommandRegistrar reg(60, add);
+
+}  // namespace
+}  // namespace hpctrain

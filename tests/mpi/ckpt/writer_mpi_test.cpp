@@ -1,0 +1,127 @@
+// CheckpointWriter across 1, 2 and 4 ranks: rank-0 writing and all_writers produce the same
+// verified checkpoint; a write error on one rank is raised on every rank at the next boundary.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ckpt/dir_ops.h"
+#include "ckpt/manifest.h"
+#include "ckpt/reader.h"
+#include "runtime/check.h"
+#include "support/test_world.h"
+#include "unit/ckpt/ckpt_test_util.h"
+
+using namespace hpctrain;
+using namespace hpctrain::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A directory shared by all ranks: rank 0 creates it, everyone gets its name.
+struct SharedDir {
+  std::string path;
+  SharedDir() {
+    char buf[256] = {0};
+    if (world().rank() == 0) {
+      std::string tmpl = (fs::temp_directory_path() / "hpctrain_ckpt_mpi_XXXXXX").string();
+      std::snprintf(buf, sizeof buf, "%s", mkdtemp(tmpl.data()));
+    }
+    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().comm());
+    path = buf;
+  }
+  ~SharedDir() {
+    MPI_Barrier(world().comm());
+    if (world().rank() == 0) fs::remove_all(path);
+  }
+};
+
+CheckpointState big_state(int seed) {
+  CheckpointState s = sample_state(seed);
+  // 5 shards of >= 1 MiB at a 1 MiB cap, so every rank writes one with 4 ranks.
+  for (int i = 0; i < 5; ++i)
+    s.tensors.emplace_back("model/block" + std::to_string(i), values({1 << 18}, at::kFloat, seed + i));
+  return s;
+}
+
+void expect_all_ranks_raise(CheckpointWriter& w, const std::string& needle) {
+  std::string err;
+  try {
+    w.finish();
+  } catch (const CollectiveError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find(needle), std::string::npos) << "rank " << world().rank() << ": " << err;
+}
+
+}  // namespace
+
+class Writers : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Writers, SaveVerifyAndReadBackOnEveryRank) {
+  SharedDir d;
+  CheckpointOptions o{d.path};
+  o.shard_mb = 1;
+  o.all_writers = GetParam();
+  o.keep = 2;
+  CheckpointWriter w(o, cpu_comm());
+  for (int step : {100, 200, 300}) {
+    w.save(step, big_state(step));
+    w.check_errors();
+  }
+  w.finish();
+  MPI_Barrier(world().comm());
+  auto r = find_resume(d.path, "auto");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, d.path + "/step-00000300");
+  ckpt::Manifest m = ckpt::read_manifest(*r);
+  EXPECT_EQ(m.world_size, world().size());
+  EXPECT_GE(m.shards.size(), 6u);
+  expect_same_tensors(big_state(300), read_checkpoint(*r, c10::kCPU));
+  EXPECT_EQ(ckpt::complete_checkpoints(d.path).size(), 2u);  // keep 2
+}
+
+INSTANTIATE_TEST_SUITE_P(Ckpt, Writers, ::testing::Values(false, true),
+                         [](const auto& i) { return i.param ? "AllWriters" : "Rank0Writes"; });
+
+TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
+  SharedDir d;
+  CheckpointOptions o{d.path};
+  o.shard_mb = 1;
+  o.all_writers = true;
+  CheckpointWriter w(o, cpu_comm());
+  w.save(1, big_state(1));
+  w.finish();
+  // The last rank fails after its shard (shard index == its rank in all_writers mode).
+  int bad = world().size() - 1;
+  std::string point = "after_shard:" + std::to_string(bad);
+  if (world().rank() == bad) setenv("HPCTRAIN_CKPT_FAULT", point.c_str(), 1);
+  w.save(2, big_state(2));
+  expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
+                                ": injected checkpoint fault at " + point);
+  unsetenv("HPCTRAIN_CKPT_FAULT");
+  MPI_Barrier(world().comm());
+  EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");
+  EXPECT_TRUE(fs::exists(d.path + "/step-00000002.tmp"));  // never committed
+}
+
+TEST(WriterErrors, Rank0FaultIsRaisedOnAllRanksAtCheckErrors) {
+  SharedDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  if (world().rank() == 0) setenv("HPCTRAIN_CKPT_FAULT", "before_manifest", 1);
+  w.save(5, sample_state(5));
+  // Step boundaries: the error must surface within a bounded number of them on every rank.
+  std::string err;
+  for (int i = 0; i < 500 && err.empty(); ++i) {
+    try {
+      w.check_errors();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } catch (const CollectiveError& e) {
+      err = e.what();
+    }
+  }
+  unsetenv("HPCTRAIN_CKPT_FAULT");
+  EXPECT_NE(err.find("rank 0: injected checkpoint fault at before_manifest"), std::string::npos)
+      << "rank " << world().rank() << ": " << err;
+  EXPECT_NO_THROW(w.finish());
+}
