@@ -105,7 +105,10 @@ TrainProgress restore_train_state(const CheckpointState& st, torch::nn::Module& 
     }
   }
   if (auto it = saved.find("state/rng.cpu"); it != saved.end())
-    at::detail::getDefaultCPUGenerator().set_state(it->second.cpu());
+  {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(it->second.cpu());
+  }
   TrainProgress p;
   const auto& m = st.meta;
   p.epoch = m.value("epoch", int64_t{0});
