@@ -6,6 +6,7 @@
 
 #include "comm/comm_settings.h"
 #include "runtime/check.h"
+#include "runtime/world.h"
 
 namespace hpctrain {
 namespace {
@@ -243,6 +244,7 @@ void Watchdog::report_and_abort(const OverdueOp& op,
     } catch (...) {  // best effort: the job ends below either way
     }
   }
+  if (World::initialized()) World::get().abort(kWatchdogExitCode);
   MPI_Abort(MPI_COMM_WORLD, kWatchdogExitCode);
   std::_Exit(kWatchdogExitCode);
 }

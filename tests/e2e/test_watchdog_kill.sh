@@ -15,7 +15,9 @@ for btl in self,vader self,tcp; do
   check "$btl, default launcher: the dead rank is named" has "rank 2 with PID"
 
   HPCTRAIN_COLLECTIVE_TIMEOUT=3 probe 3 kill "${net[@]}" --enable-recovery
-  check "$btl, recovery: job failed" failed
+  # With --enable-recovery, mpirun exits 0 even after MPI_Abort: check that our `timeout`
+  # did not fire instead, and rely on the report.
+  check "$btl, recovery: job ended by itself" [ "$RC" != 124 ]
   check "$btl, recovery: ended in under 60 s" faster_than 60
   check "$btl, recovery: one watchdog report for the stuck op" count_is 1 \
     "collective allreduce(float32, 1024) #8 from ddp.bucket[1] at step 2 timed out after 3 s"
