@@ -8,6 +8,7 @@
 //   desync  rank 1 calls broadcast(int64, 1) from "sampler" where the others call ddp.bucket[1]
 //   kill    the last rank SIGKILLs itself before ddp.bucket[1]
 //   throw   rank 1 throws an hpctrain::Error before ddp.bucket[1]
+//   throw_all  every rank throws there (simultaneous MPI_Abort from every rank)
 // Each step: allreduce(float32, 1024) from ddp.bucket[0..2], so op #(3K+2) is step K's bucket[1].
 // Usage: hang_probe SCENARIO [K=2] [STEPS=5]
 #include <ATen/ATen.h>
@@ -44,7 +45,7 @@ int probe(World& w, const std::string& scenario, int k, int steps) {
           continue;
         }
         if (scenario == "kill" && w.rank() == last) std::raise(SIGKILL);
-        if (scenario == "throw" && w.rank() == 1)
+        if ((scenario == "throw" && w.rank() == 1) || scenario == "throw_all")
           throw Error("hang_probe: injected failure at step " + std::to_string(step));
         if (scenario == "desync" && w.rank() == 1) {
           comm.broadcast(at::zeros({1}, at::kLong), 0, "sampler")->wait();
