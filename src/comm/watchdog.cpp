@@ -195,6 +195,10 @@ void Watchdog::loop() {
       std::unique_lock<std::mutex> lk(mu_);
       if (cv_.wait_for(lk, poll, [&] { return stop_; })) return;
     }
+    // A communicator kept past MPI_Finalize (e.g. a function-local static) must not touch MPI.
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin) return;
     serve();
     std::optional<OverdueOp> op;
     {
