@@ -9,7 +9,8 @@
 //   element count, sequence number, caller tag) and raise a CollectiveError naming the ranks
 //   and both fingerprints on a mismatch. Costs one extra small allgather per collective.
 // - from_env() starts from the defaults and applies HPCTRAIN_COLLECTIVE_TIMEOUT (seconds) and
-//   HPCTRAIN_DEBUG_COLLECTIVES (1/true/on). A malformed value is an Error naming the variable.
+//   HPCTRAIN_DEBUG_COLLECTIVES (1/true/on). A malformed value is a CollectiveError naming the
+//   variable (the launcher gives every rank the same environment).
 //   Command-line flags override the environment: callers set the fields after from_env().
 #pragma once
 
