@@ -25,4 +25,26 @@ void check_carriable(const Communicator& c, const at::Tensor& t, const char* wha
   if (!t.is_contiguous()) throw Error(std::string(what) + ": tensor must be contiguous");
 }
 
+std::string dtype_name(at::ScalarType s) {
+  switch (s) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kInt: return "int32";
+    case at::kLong: return "int64";
+    case at::kByte: return "uint8";
+    default: return c10::toString(s);
+  }
+}
+
+OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag) {
+  OpInfo i;
+  i.op = op;
+  i.dtype = t.defined() ? dtype_name(t.scalar_type()) : "none";
+  i.numel = numel;
+  i.tag = std::move(tag);
+  return i;
+}
+
 }  // namespace hpctrain

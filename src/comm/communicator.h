@@ -15,6 +15,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "comm/op_info.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,9 +55,18 @@ class Communicator {
   // empty) but must agree in dtype and trailing dims. (*out)[r] is rank r's tensor.
   virtual WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) = 0;
   virtual WorkHandle barrier(std::string tag = {}) = 0;
+
+  // The caller's current training step, quoted in watchdog reports ("... at step 120"). Cheap
+  // (an atomic store); call it once per step. A no-op for backends without a watchdog.
+  virtual void set_step(int64_t step) {}
 };
 
 // Checks a tensor can be carried by `c`; throws hpctrain::Error naming the devices otherwise.
 void check_carriable(const Communicator& c, const at::Tensor& t, const char* what);
+
+// The dtype as reports name it: "float32", "bfloat16", "int64", ...
+std::string dtype_name(at::ScalarType s);
+// The OpInfo of `op` on `t` (undefined for barrier: dtype "none"), seq left for the backend.
+OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag);
 
 }  // namespace hpctrain

@@ -1,15 +1,19 @@
 #include "comm/router.h"
 
 #include "comm/mpi/mpi_communicator.h"
+#include "comm/watchdog.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
 
-DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device)
-    : mpi_(std::make_unique<MpiCommunicator>(parent)) {
+DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device, CommSettings settings)
+    : watchdog_(settings.collective_timeout_s > 0
+                    ? std::make_shared<Watchdog>(parent, settings.collective_timeout_s)
+                    : nullptr),
+      mpi_(std::make_unique<MpiCommunicator>(parent, settings, watchdog_)) {
   if (cuda_device >= 0) {
 #ifdef HPCTRAIN_HAVE_CUDA
-    nccl_ = make_nccl_communicator(parent, cuda_device);
+    nccl_ = make_nccl_communicator(parent, cuda_device, settings, watchdog_);
 #else
     throw Error("this hpctrain was built without CUDA/NCCL; cannot communicate CUDA tensors");
 #endif
@@ -69,5 +73,9 @@ WorkHandle DeviceRouter::allgather(at::Tensor t, std::vector<at::Tensor>* out, s
 }
 
 WorkHandle DeviceRouter::barrier(std::string tag) { return mpi_->barrier(std::move(tag)); }
+
+void DeviceRouter::set_step(int64_t step) {
+  if (watchdog_) watchdog_->set_step(step);
+}
 
 }  // namespace hpctrain

@@ -1,21 +1,25 @@
 // DeviceRouter: a Communicator that sends each operation to the backend serving the tensors'
 // device: MPI for CPU tensors, NCCL for CUDA tensors (when built with CUDA and a GPU is used).
 // Mixing devices in one operation is an error naming both devices.
+// Both backends share one Watchdog (one watchdog thread per rank) configured by `settings`.
 #pragma once
 
 #include <mpi.h>
 
 #include <memory>
 
+#include "comm/comm_settings.h"
 #include "comm/communicator.h"
 
 namespace hpctrain {
 
+class Watchdog;
+
 class DeviceRouter final : public Communicator {
  public:
   // `cuda_device` >= 0 creates the NCCL backend on that device (collective over `parent`:
-  // every rank must pass >= 0, or every rank -1).
-  DeviceRouter(MPI_Comm parent, int cuda_device);
+  // every rank must pass >= 0, or every rank -1). Every rank must pass the same settings.
+  DeviceRouter(MPI_Comm parent, int cuda_device, CommSettings settings = CommSettings::from_env());
   ~DeviceRouter() override;
 
   int rank() const override;
@@ -29,17 +33,24 @@ class DeviceRouter final : public Communicator {
   WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
   WorkHandle barrier(std::string tag = {}) override;
+  void set_step(int64_t step) override;
+
+  // The watchdog of this rank; nullptr when the timeout is off.
+  Watchdog* watchdog() const { return watchdog_.get(); }
 
   // The backend for a device type; throws if none serves it.
   Communicator& backend(c10::DeviceType type);
   bool has_backend(c10::DeviceType type) const;
 
  private:
+  std::shared_ptr<Watchdog> watchdog_;  // outlives both backends (declared first)
   std::unique_ptr<Communicator> mpi_, nccl_;
 };
 
-// NCCL backend factory; defined only in CUDA builds (comm/nccl/).
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device);
+// NCCL backend factory; defined only in CUDA builds (comm/nccl/). `watchdog` may be null.
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device,
+                                                     const CommSettings& settings,
+                                                     std::shared_ptr<Watchdog> watchdog);
 // NCCL version as "2.28.3", or "" when built without CUDA.
 std::string nccl_version_string();
 

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/check.h"
@@ -102,6 +104,9 @@ void World::finalize() {
 void World::abort(int code) const {
   std::fflush(stdout);
   std::fflush(stderr);
+  // Give the launcher a moment to forward our own error line, so that it comes before
+  // MPI_Abort's banner (which travels on a different channel) and is the first line to read.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }

@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include <cstdio>
+#include <string>
 
 #include "runtime/world.h"
 
@@ -17,17 +18,21 @@ namespace {
 class AbortOnFailure : public ::testing::EmptyTestEventListener {
  public:
   explicit AbortOnFailure(int rank) : rank_(rank) {}
+  // The test's name is kept here because OnTestPartResult runs while gtest holds the
+  // UnitTest mutex: calling current_test_info() from it self-deadlocks (the world then hangs
+  // instead of aborting).
+  void OnTestStart(const ::testing::TestInfo& info) override { test_ = info.name(); }
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
     std::fprintf(stderr, "[rank %d] %s:%d: failure in %s\n%s\n", rank_,
-                 r.file_name() ? r.file_name() : "?", r.line_number(),
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name(), r.message());
+                 r.file_name() ? r.file_name() : "?", r.line_number(), test_.c_str(), r.message());
     std::fflush(stderr);
     if (hpctrain::World::get().size() > 1) hpctrain::World::get().abort(1);
   }
 
  private:
   int rank_;
+  std::string test_ = "?";
 };
 
 }  // namespace

@@ -67,10 +67,12 @@ void CommThread::loop() {
     try {
       if (on_start) on_start(job.info);
       job.fn();
-      if (on_end) on_end(job.info);
     } catch (...) {
       err = std::current_exception();
     }
+    // on_end runs for failed jobs too: an op that threw has ended (the watchdog must not
+    // mistake it for a hang).
+    if (on_end) on_end(job.info);
     job.work->complete(err);
   }
 }

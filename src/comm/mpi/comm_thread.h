@@ -31,6 +31,8 @@ class ThreadWork final : public Work {
 class CommThread {
  public:
   // Observers see each job's OpInfo when it starts and ends (watchdog, tracing). Optional.
+  // on_start may throw to fail the job without running it (desync check); on_end runs after
+  // every job, failed or not, and must not throw.
   using Hook = std::function<void(const OpInfo&)>;
 
   CommThread();

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <climits>
 
+#include "comm/desync.h"
 #include "comm/mpi/comm_thread.h"
+#include "comm/watchdog.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -68,35 +70,65 @@ void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm) {
 
 struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm debug_comm = MPI_COMM_NULL;  // fingerprint exchange (debug_collectives only)
   int rank = 0, size = 1;
+  std::shared_ptr<Watchdog> watchdog;
+  WatchdogLane* lane = nullptr;
+  std::exception_ptr desync;  // set on the comm thread by the first failed fingerprint check
   CommThread thread;  // declared last among users of `comm`; destroyed first (drains the queue)
 
-  OpInfo info(const char* op, const at::Tensor& t, std::string tag) const {
-    OpInfo i;
-    i.op = op;
-    i.dtype = t.defined() ? c10::toString(t.scalar_type()) : "none";
-    i.numel = t.defined() ? t.numel() : 0;
-    i.tag = std::move(tag);
-    return i;
+  // Runs on the comm thread before each op. The lane starts first, so a hung fingerprint
+  // exchange is watched like the op itself.
+  void on_start(const OpInfo& info) {
+    if (lane) lane->begin(info);
+    if (desync) std::rethrow_exception(desync);
+    if (debug_comm == MPI_COMM_NULL) return;
+    try {
+      check_fingerprints(debug_comm, info);
+    } catch (const CollectiveError&) {
+      desync = std::current_exception();
+      throw;
+    }
   }
+  void on_end(const OpInfo& info) {
+    if (lane) lane->end(info.seq);
+  }
+
 };
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings,
+                                 std::shared_ptr<Watchdog> watchdog) {
   MPI_Comm comm;
   HPC_MPI_CHECK(MPI_Comm_dup(parent, &comm));
   impl_ = std::make_unique<Impl>();
   impl_->comm = comm;
   HPC_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
   HPC_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
+  if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &impl_->debug_comm));
+  if (!watchdog && settings.collective_timeout_s > 0)
+    watchdog = std::make_shared<Watchdog>(parent, settings.collective_timeout_s);
+  if (watchdog) impl_->lane = &watchdog->add_lane("mpi");
+  impl_->watchdog = std::move(watchdog);
+  Impl* impl = impl_.get();
+  impl_->thread.set_hooks([impl](const OpInfo& i) { impl->on_start(i); },
+                          [impl](const OpInfo& i) { impl->on_end(i); });
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  MPI_Comm comm = impl_->comm;
-  impl_.reset();  // joins the comm thread after draining it
+  MPI_Comm comm = impl_->comm, debug = impl_->debug_comm;
+  impl_.reset();  // joins the comm thread after draining it, then releases the watchdog
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin) MPI_Comm_free(&comm);
+  if (fin) return;
+  MPI_Comm_free(&comm);
+  if (debug != MPI_COMM_NULL) MPI_Comm_free(&debug);
 }
+
+void MpiCommunicator::set_step(int64_t step) {
+  if (impl_->watchdog) impl_->watchdog->set_step(step);
+}
+
+Watchdog* MpiCommunicator::watchdog() const { return impl_->watchdog.get(); }
 
 int MpiCommunicator::rank() const { return impl_->rank; }
 int MpiCommunicator::size() const { return impl_->size; }
@@ -107,7 +139,7 @@ WorkHandle MpiCommunicator::allreduce(at::Tensor t, ReduceOp op, std::string tag
   check_reducible(t.scalar_type(), op, "allreduce");
   MPI_Comm comm = impl_->comm;
   int world = impl_->size;
-  return impl_->thread.submit(impl_->info("allreduce", t, std::move(tag)),
+  return impl_->thread.submit(make_op_info("allreduce", t, t.numel(), std::move(tag)),
                               [t, op, world, comm]() mutable { reduce_tensor(t, op, world, comm); });
 }
 
@@ -123,8 +155,7 @@ WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, s
   check_reducible(ts[0].scalar_type(), op, "allreduce");
   int64_t total = 0;
   for (auto& t : ts) total += t.numel();
-  OpInfo info = impl_->info("allreduce", ts[0], std::move(tag));
-  info.numel = total;
+  OpInfo info = make_op_info("allreduce", ts[0], total, std::move(tag));
   MPI_Comm comm = impl_->comm;
   int world = impl_->size;
   return impl_->thread.submit(std::move(info), [ts, op, world, comm]() mutable {
@@ -147,7 +178,7 @@ WorkHandle MpiCommunicator::broadcast(at::Tensor t, int root, std::string tag) {
     throw Error("broadcast: root " + std::to_string(root) + " outside world of " +
                 std::to_string(impl_->size));
   MPI_Comm comm = impl_->comm;
-  return impl_->thread.submit(impl_->info("broadcast", t, std::move(tag)), [t, root, comm]() {
+  return impl_->thread.submit(make_op_info("broadcast", t, t.numel(), std::move(tag)), [t, root, comm]() {
     auto* p = static_cast<char*>(t.data_ptr());
     int64_t bytes = t.nbytes();
     for (int64_t off = 0; off < bytes; off += kChunk)
@@ -161,7 +192,7 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
   if (t.dim() == 0) t = t.reshape({1});
   MPI_Comm comm = impl_->comm;
   int world = impl_->size;
-  return impl_->thread.submit(impl_->info("allgather", t, std::move(tag)), [t, out, world, comm]() {
+  return impl_->thread.submit(make_op_info("allgather", t, t.numel(), std::move(tag)), [t, out, world, comm]() {
     // Exchange (rows, row elements) so ranks can check agreement and size the receive.
     int64_t row = t.size(0) == 0 ? -1 : t.numel() / t.size(0);
     std::vector<int64_t> mine = {t.size(0), row}, all(2 * world);
@@ -201,11 +232,7 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
 
 WorkHandle MpiCommunicator::barrier(std::string tag) {
   MPI_Comm comm = impl_->comm;
-  OpInfo info;
-  info.op = "barrier";
-  info.dtype = "none";
-  info.tag = std::move(tag);
-  return impl_->thread.submit(std::move(info), [comm]() { HPC_MPI_CHECK(MPI_Barrier(comm)); });
+  return impl_->thread.submit(make_op_info("barrier", at::Tensor(), 0, std::move(tag)), [comm]() { HPC_MPI_CHECK(MPI_Barrier(comm)); });
 }
 
 }  // namespace hpctrain

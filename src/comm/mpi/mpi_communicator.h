@@ -6,19 +6,29 @@
 //   thread never blocks on submission. Requires MPI_THREAD_MULTIPLE (World checks it).
 // - float16/bfloat16 are reduced in a float32 staging buffer (MPI has no reduction for them).
 // - The destructor completes every submitted operation, then joins the thread.
+// - Guarded by `settings` (see CommSettings): every op is watched by a Watchdog lane "mpi"
+//   (the given one, shared with other backends, or its own when none is given and the timeout
+//   is > 0), and with debug_collectives each op first compares fingerprints on a private
+//   communicator. After a desync every later op fails with the same CollectiveError without
+//   touching MPI, so no rank hangs behind a desynced queue.
 #pragma once
 
 #include <mpi.h>
 
 #include <memory>
 
+#include "comm/comm_settings.h"
 #include "comm/communicator.h"
 
 namespace hpctrain {
 
+class Watchdog;
+
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(MPI_Comm parent);
+  // Collective over `parent`.
+  explicit MpiCommunicator(MPI_Comm parent, CommSettings settings = CommSettings::from_env(),
+                           std::shared_ptr<Watchdog> watchdog = nullptr);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -34,8 +44,12 @@ class MpiCommunicator final : public Communicator {
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
   WorkHandle barrier(std::string tag = {}) override;
 
+  void set_step(int64_t step) override;
+
   // The raw communicator (for benchmarks that compare against bare MPI).
   MPI_Comm raw() const;
+  // The watchdog guarding this communicator; nullptr when the timeout is off.
+  Watchdog* watchdog() const;
 
  private:
   struct Impl;

@@ -5,6 +5,12 @@
 // for the caller's current stream through an event (no host sync). Work::wait() makes the
 // caller's current stream wait for the operation's completion event, again without blocking
 // the host; done() queries the event.
+//
+// Watchdog: each op is one entry on the shared Watchdog's "nccl" lane from the moment it is
+// called (host-side MPI exchanges included) until its completion event fires; the watchdog
+// thread polls the event. On a timeout the watchdog calls ncclCommAbort (freeing the GPU from
+// the stuck kernel) before MPI_Abort. With debug_collectives, fingerprints are compared over
+// MPI on the calling thread before each op is enqueued (blocking the host: debug only).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -14,8 +20,12 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 
+#include "comm/desync.h"
 #include "comm/router.h"
+#include "comm/watchdog.h"
 #include "runtime/check.h"
 
 #define HPC_NCCL_CHECK(call)                                                                \
@@ -62,20 +72,43 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+// One op's completion, shared by its Work handle and the watchdog's probe.
+struct NcclOpState {
+  at::cuda::CUDAEvent done;
+  std::atomic<bool> enqueued{false};  // `done` has been recorded
+  std::atomic<bool> failed{false};    // launching threw: nothing to wait for
+  bool finished() const { return failed.load() || (enqueued.load() && done.query()); }
+};
+
 class NcclWork final : public Work {
  public:
-  explicit NcclWork(at::cuda::CUDAEvent&& ev) : done_(std::move(ev)) {}
-  void wait() override { done_.block(c10::cuda::getCurrentCUDAStream(done_.device_index())); }
-  bool done() const override { return done_.query(); }
+  explicit NcclWork(std::shared_ptr<NcclOpState> st) : st_(std::move(st)) {}
+  void wait() override { st_->done.block(c10::cuda::getCurrentCUDAStream(st_->done.device_index())); }
+  bool done() const override { return st_->done.query(); }
 
  private:
-  mutable at::cuda::CUDAEvent done_;
+  std::shared_ptr<NcclOpState> st_;
+};
+
+// The NCCL communicator as the watchdog's abort hook sees it: cleared before ncclCommDestroy,
+// so a late abort never touches a destroyed communicator.
+struct AbortHandle {
+  std::mutex mu;
+  ncclComm_t comm = nullptr;
+  void abort() {
+    std::lock_guard<std::mutex> lk(mu);
+    if (comm) ncclCommAbort(comm);
+    comm = nullptr;
+  }
 };
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(MPI_Comm parent, int device) : device_(device) {
+  NcclCommunicator(MPI_Comm parent, int device, const CommSettings& settings,
+                   std::shared_ptr<Watchdog> watchdog)
+      : watchdog_(std::move(watchdog)), device_(device) {
     HPC_MPI_CHECK(MPI_Comm_dup(parent, &mpi_));
+    if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &debug_));
     HPC_MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
     HPC_MPI_CHECK(MPI_Comm_size(mpi_, &size_));
     HPC_CUDA_CHECK(cudaSetDevice(device_));  // before any NCCL context exists
@@ -84,12 +117,27 @@ class NcclCommunicator final : public Communicator {
     HPC_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
     HPC_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
     stream_.emplace(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device_));
+    if (watchdog_) {
+      lane_ = &watchdog_->add_lane("nccl");
+      abort_->comm = comm_;
+      watchdog_->add_abort_hook([h = abort_] { h->abort(); });
+    }
   }
   ~NcclCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lk(abort_->mu);
+      abort_->comm = nullptr;
+    }
     if (comm_) ncclCommDestroy(comm_);
     int fin = 0;
     MPI_Finalized(&fin);
-    if (!fin) MPI_Comm_free(&mpi_);
+    if (fin) return;
+    MPI_Comm_free(&mpi_);
+    if (debug_ != MPI_COMM_NULL) MPI_Comm_free(&debug_);
+  }
+
+  void set_step(int64_t step) override {
+    if (watchdog_) watchdog_->set_step(step);
   }
 
   int rank() const override { return rank_; }
@@ -99,15 +147,19 @@ class NcclCommunicator final : public Communicator {
 
   WorkHandle allreduce(at::Tensor t, ReduceOp op, std::string tag) override {
     check(t, "allreduce");
-    return launch({t}, [&] {
+    auto st = start(make_op_info("allreduce", t, t.numel(), std::move(tag)));
+    return launch(st, {t}, [&] {
       HPC_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(),
                                    nccl_type(t.scalar_type()), nccl_op(op), comm_, *stream_));
     });
   }
 
   WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) override {
-    for (auto& t : ts) check(t, "allreduce");
-    return launch(ts, [&] {
+    int64_t total = 0;
+    for (auto& t : ts) check(t, "allreduce"), total += t.numel();
+    auto st = start(
+        make_op_info("allreduce", ts.empty() ? at::Tensor() : ts[0], total, std::move(tag)));
+    return launch(st, ts, [&] {
       HPC_NCCL_CHECK(ncclGroupStart());
       for (auto& t : ts)
         HPC_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(),
@@ -118,7 +170,8 @@ class NcclCommunicator final : public Communicator {
 
   WorkHandle broadcast(at::Tensor t, int root, std::string tag) override {
     check(t, "broadcast");
-    return launch({t}, [&] {
+    auto st = start(make_op_info("broadcast", t, t.numel(), std::move(tag)));
+    return launch(st, {t}, [&] {
       HPC_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(),
                                    nccl_type(t.scalar_type()), root, comm_, *stream_));
     });
@@ -129,9 +182,12 @@ class NcclCommunicator final : public Communicator {
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag) override {
     check(t, "allgather");
     if (t.dim() == 0) t = t.reshape({1});
+    auto st = start(make_op_info("allgather", t, t.numel(), std::move(tag)));
     int64_t rows = t.size(0);
     std::vector<int64_t> all(size_);
-    HPC_MPI_CHECK(MPI_Allgather(&rows, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, mpi_));
+    guarded(st, [&] {
+      HPC_MPI_CHECK(MPI_Allgather(&rows, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, mpi_));
+    });
     int64_t max_rows = *std::max_element(all.begin(), all.end());
     auto shape = t.sizes().vec();
     shape[0] = max_rows;
@@ -139,7 +195,7 @@ class NcclCommunicator final : public Communicator {
     send.narrow(0, 0, rows).copy_(t);
     shape.insert(shape.begin(), size_);
     at::Tensor recv = at::empty(shape, t.options());
-    auto work = launch({send, recv}, [&] {
+    auto work = launch(st, {send, recv}, [&] {
       HPC_NCCL_CHECK(ncclAllGather(send.data_ptr(), recv.data_ptr(), send.numel(),
                                    nccl_type(t.scalar_type()), comm_, *stream_));
     });
@@ -149,8 +205,9 @@ class NcclCommunicator final : public Communicator {
   }
 
   WorkHandle barrier(std::string tag) override {
-    HPC_MPI_CHECK(MPI_Barrier(mpi_));
-    return launch({}, [] {});
+    auto st = start(make_op_info("barrier", at::Tensor(), 0, std::move(tag)));
+    guarded(st, [&] { HPC_MPI_CHECK(MPI_Barrier(mpi_)); });
+    return launch(st, {}, [] {});
   }
 
  private:
@@ -161,22 +218,60 @@ class NcclCommunicator final : public Communicator {
                   " but this rank's NCCL communicator uses cuda:" + std::to_string(device_));
   }
 
-  template <class F>
-  WorkHandle launch(const std::vector<at::Tensor>& ts, F&& enqueue) {
-    c10::cuda::CUDAGuard guard(device_);
-    auto current = c10::cuda::getCurrentCUDAStream(device_);
-    at::cuda::CUDAEvent ready;
-    ready.record(current);
-    ready.block(*stream_);  // the comm stream waits for the producer, the host does not
-    enqueue();
-    for (auto& t : ts)  // keep the memory alive until the comm stream is done with it
-      c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), *stream_);
-    at::cuda::CUDAEvent done;
-    done.record(*stream_);
-    return std::make_shared<NcclWork>(std::move(done));
+  // Numbers the op, puts it on the watchdog lane and (debug) checks fingerprints.
+  std::shared_ptr<NcclOpState> start(OpInfo i) {
+    i.seq = next_seq_++;
+    auto st = std::make_shared<NcclOpState>();
+    if (lane_) lane_->begin(i, [st] { return st->finished(); });
+    guarded(st, [&] {
+      if (desync_) std::rethrow_exception(desync_);
+      if (debug_ == MPI_COMM_NULL) return;
+      try {
+        check_fingerprints(debug_, i);
+      } catch (const CollectiveError&) {
+        desync_ = std::current_exception();  // every later op fails the same way
+        throw;
+      }
+    });
+    return st;
   }
 
+  // Runs `f`; if it throws, the op is over for the watchdog (it failed, it is not hung).
+  template <class F>
+  void guarded(const std::shared_ptr<NcclOpState>& st, F&& f) {
+    try {
+      f();
+    } catch (...) {
+      st->failed = true;
+      throw;
+    }
+  }
+
+  template <class F>
+  WorkHandle launch(const std::shared_ptr<NcclOpState>& st, const std::vector<at::Tensor>& ts,
+                    F&& enqueue) {
+    guarded(st, [&] {
+      c10::cuda::CUDAGuard guard(device_);
+      auto current = c10::cuda::getCurrentCUDAStream(device_);
+      at::cuda::CUDAEvent ready;
+      ready.record(current);
+      ready.block(*stream_);  // the comm stream waits for the producer, the host does not
+      enqueue();
+      for (auto& t : ts)  // keep the memory alive until the comm stream is done with it
+        c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), *stream_);
+      st->done.record(*stream_);
+      st->enqueued = true;
+    });
+    return std::make_shared<NcclWork>(st);
+  }
+
+  std::shared_ptr<Watchdog> watchdog_;
   MPI_Comm mpi_ = MPI_COMM_NULL;
+  MPI_Comm debug_ = MPI_COMM_NULL;  // fingerprint exchange (debug_collectives only)
+  WatchdogLane* lane_ = nullptr;
+  std::shared_ptr<AbortHandle> abort_ = std::make_shared<AbortHandle>();
+  uint64_t next_seq_ = 1;
+  std::exception_ptr desync_;
   ncclComm_t comm_ = nullptr;
   int device_ = 0, rank_ = 0, size_ = 1;
   std::optional<c10::cuda::CUDAStream> stream_;
@@ -184,8 +279,10 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device) {
-  return std::make_unique<NcclCommunicator>(parent, cuda_device);
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device,
+                                                     const CommSettings& settings,
+                                                     std::shared_ptr<Watchdog> watchdog) {
+  return std::make_unique<NcclCommunicator>(parent, cuda_device, settings, std::move(watchdog));
 }
 
 std::string nccl_version_string() {

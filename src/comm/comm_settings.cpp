@@ -1,0 +1,34 @@
+#include "comm/comm_settings.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+CommSettings CommSettings::from_env() {
+  CommSettings s;
+  if (const char* v = std::getenv("HPCTRAIN_COLLECTIVE_TIMEOUT"); v && *v) {
+    char* end = nullptr;
+    double t = std::strtod(v, &end);
+    if (end == v || *end != '\0')
+      throw CollectiveError(std::string("HPCTRAIN_COLLECTIVE_TIMEOUT='") + v +
+                  "' is not a number of seconds (0 turns the watchdog off)");
+    s.collective_timeout_s = t;
+  }
+  if (const char* v = std::getenv("HPCTRAIN_DEBUG_COLLECTIVES"); v && *v) {
+    std::string b = v;
+    if (b == "1" || b == "true" || b == "on" || b == "yes") {
+      s.debug_collectives = true;
+    } else if (b == "0" || b == "false" || b == "off" || b == "no") {
+      s.debug_collectives = false;
+    } else {
+      throw CollectiveError("HPCTRAIN_DEBUG_COLLECTIVES='" + b +
+                            "' is not one of 1/0/true/false/on/off");
+    }
+  }
+  return s;
+}
+
+}  // namespace hpctrain

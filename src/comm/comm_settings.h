@@ -1,0 +1,30 @@
+// CommSettings: how strictly the communicators guard collectives. No MPI, no LibTorch here.
+//
+// Contract:
+// - collective_timeout_s: the deadline of every collective (MPI and NCCL), counted from the
+//   moment the operation starts on this rank (MPI: the comm thread picks it up; NCCL: it is
+//   enqueued on the stream). An overdue collective makes the watchdog print one report and
+//   abort the job. <= 0 turns the watchdog off (no thread, no side channel).
+// - debug_collectives: before every collective, all ranks compare a fingerprint (op, dtype,
+//   element count, sequence number, caller tag) and raise a CollectiveError naming the ranks
+//   and both fingerprints on a mismatch. Costs one extra small allgather per collective.
+// - from_env() starts from the defaults and applies HPCTRAIN_COLLECTIVE_TIMEOUT (seconds) and
+//   HPCTRAIN_DEBUG_COLLECTIVES (1/true/on). A malformed value is a CollectiveError naming the
+//   variable (the launcher gives every rank the same environment).
+//   Command-line flags override the environment: callers set the fields after from_env().
+#pragma once
+
+namespace hpctrain {
+
+struct CommSettings {
+  static constexpr double kDefaultTimeoutS = 300;
+  double collective_timeout_s = kDefaultTimeoutS;
+  bool debug_collectives = false;
+
+  static CommSettings from_env();
+};
+
+// The exit code of a job the watchdog aborted (distinct from errors' 1 and 2).
+constexpr int kWatchdogExitCode = 3;
+
+}  // namespace hpctrain
