@@ -81,7 +81,10 @@ void Trainer::State::setup() {
   activate_device(dev);
   device = dev.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index))
                     : c10::Device(c10::kCPU);
-  comm = std::make_unique<DeviceRouter>(world.comm(), dev.cuda ? dev.index : -1);
+  CommSettings cs = CommSettings::from_env();  // HPCTRAIN_COLLECTIVE_TIMEOUT / _DEBUG_COLLECTIVES
+  if (cfg.collective_timeout != CommSettings::kDefaultTimeoutS) cs.collective_timeout_s = cfg.collective_timeout;
+  if (cfg.debug_collectives) cs.debug_collectives = true;
+  comm = std::make_unique<DeviceRouter>(world.comm(), dev.cuda ? dev.index : -1, cs);
   if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
   install_preemption_handlers();
 
@@ -281,6 +284,7 @@ nlohmann::json Trainer::run() {
         batch = s.train->next();
       }
       if (!batch) break;
+      s.comm->set_step(s.step);
       s.train_step(*batch);
       ++s.step;
       s.stats.set_data_wait(s.train->data_wait_seconds());
