@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace hpctrain::ckpt {
 
-NamedTensors snapshot_to_host(const NamedTensors& tensors) {
+NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu) {
   NamedTensors out;
   out.reserve(tensors.size());
   std::set<std::string> seen;
@@ -25,6 +25,10 @@ NamedTensors snapshot_to_host(const NamedTensors& tensors) {
     if (!t.defined()) throw Error("checkpoint: tensor " + name + " is undefined");
     dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
     at::Tensor src = t.detach();
+    if (!copy_cpu && src.device().is_cpu() && src.is_contiguous()) {
+      out.emplace_back(name, src);
+      continue;
+    }
     at::Tensor host = at::empty(src.sizes(), at::TensorOptions(src.scalar_type())
                                                  .pinned_memory(src.is_cuda()));
     host.copy_(src);  // a copy even for CPU tensors: training goes on mutating them
@@ -103,7 +107,7 @@ void commit(const std::string& dir, const Manifest& m, int keep) {
 
 void write_checkpoint_sync(const CheckpointOptions& opts, int64_t step, const CheckpointState& state,
                            int world_size) {
-  NamedTensors host = snapshot_to_host(state.tensors);
+  NamedTensors host = snapshot_to_host(state.tensors, /*copy_cpu=*/false);
   Manifest m = plan_manifest(step, state, world_size, opts.shard_mb);
   fill_checksums(m, host);
   write_shards(tmp_dir_for(opts.dir, step), m, host, 0, 1, opts.compress);

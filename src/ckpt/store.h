@@ -17,8 +17,10 @@ namespace hpctrain::ckpt {
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 // Contiguous host copies (pinned memory for CUDA tensors) that the caller may not mutate.
-// Throws hpctrain::Error on a bad name (empty, no group/ prefix, duplicate) or dtype.
-NamedTensors snapshot_to_host(const NamedTensors& tensors);
+// With copy_cpu=false, contiguous CPU tensors are used as they are (for synchronous writes,
+// where nothing mutates them meanwhile). Throws hpctrain::Error on a bad name (empty, no
+// group/ prefix, duplicate) or dtype.
+NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu = true);
 
 // Manifest with shard assignment, dtypes, shapes; checksums still empty.
 Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_size, int64_t shard_mb);
