@@ -141,6 +141,14 @@ at::Tensor sync_batch_norm_train(const at::Tensor& x, const at::Tensor& weight,
                                  const at::Tensor& bias, double eps, int64_t num_features,
                                  Communicator& comm, const std::string& tag, SyncBnStats* stats,
                                  bool x_ok, const std::string& why) {
+  // Custom autograd Functions cannot take undefined tensors as inputs (autograd records each
+  // input's device): without affine parameters, pass a constant scale of 1 and shift of 0,
+  // which leave the result bit-identical and need no gradient.
+  if (!weight.defined()) {
+    auto opts = x.options().dtype(at::kFloat).requires_grad(false);
+    return SyncBatchNormFunction::apply(x, at::ones({num_features}, opts), at::zeros({num_features}, opts),
+                                        eps, num_features, &comm, tag, stats, x_ok, why);
+  }
   return SyncBatchNormFunction::apply(x, weight, bias, eps, num_features, &comm, tag, stats, x_ok,
                                       why);
 }
