@@ -89,8 +89,12 @@ CheckpointState read_merged(const std::string& path) {
     std::string s(H5Tget_size(type), '\0');
     H5Aread(attr, type, s.data());
     s.resize(std::strlen(s.c_str()));
-    st.meta = nlohmann::json::parse(s, nullptr, false);
-    if (st.meta.is_discarded()) throw Error(path + ": attribute hpctrain_meta is not JSON");
+    nlohmann::json j = nlohmann::json::parse(s, nullptr, false);
+    if (j.is_discarded()) throw Error(path + ": attribute hpctrain_meta is not JSON");
+    // The attribute holds the manifest (less its tensor table); present it like a step dir's.
+    st.meta = j.contains("meta") ? j["meta"] : nlohmann::json::object();
+    for (const char* k : {"step", "world_size", "versions"})
+      if (j.contains(k)) st.meta[k] = j[k];
   }
   return st;
 }

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -16,8 +18,16 @@ std::string format_duration(double s) {
   return buf;
 }
 
+// mpirun gives ranks a pseudo-terminal even when its own output goes to a file, so under MPI
+// isatty() says nothing about the user's screen: plain lines there unless HPCTRAIN_PROGRESS=live.
+bool live_progress() {
+  if (const char* p = std::getenv("HPCTRAIN_PROGRESS")) return std::string(p) == "live";
+  bool under_mpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("SLURM_STEP_ID");
+  return !under_mpi && isatty(STDOUT_FILENO) != 0;
+}
+
 Reporter::Reporter(bool is_root, const std::string& metrics_path, const nlohmann::json& config)
-    : root_(is_root), tty_(isatty(STDOUT_FILENO) != 0) {
+    : root_(is_root), tty_(live_progress()) {
   if (!root_ || metrics_path.empty()) return;
   metrics_ = std::fopen(metrics_path.c_str(), "w");
   if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);

@@ -194,7 +194,12 @@ void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
 // The signal handler only set a flag; here the ranks agree on it, so a rank that got no signal
 // still takes part in the final checkpoint.
 bool Trainer::State::preemption_agreed() {
-  at::Tensor flag = at::full({1}, preemption_signal() != 0 ? 1 : 0, at::kInt);
+  int local = preemption_signal() != 0 ? 1 : 0;
+  // Test hook: rank 0 alone behaves as if signalled after step N (deterministic preemption).
+  static const long fake = std::getenv("HPCTRAIN_TEST_PREEMPT_AT_STEP")
+                               ? std::atol(std::getenv("HPCTRAIN_TEST_PREEMPT_AT_STEP")) : 0;
+  if (fake > 0 && step == fake && world.rank() == 0) local = 1;
+  at::Tensor flag = at::full({1}, local, at::kInt);
   if (world.size() > 1) comm->allreduce(flag, ReduceOp::kMax, "preempt.flag")->wait();
   return flag.item<int>() != 0;
 }
@@ -302,8 +307,8 @@ nlohmann::json Trainer::run() {
     evaluated_at_end = true;
   }
   if (preempted) {
-    s.rep->message("hpctrain train: signal " + std::to_string(preemption_signal()) +
-                   " received; checkpointing at step " + std::to_string(s.step));
+    s.rep->message("hpctrain train: preemption signal received (" + std::to_string(preemption_signal()) +
+                   " on rank 0); checkpointing at step " + std::to_string(s.step));
     s.save_checkpoint(epoch, /*sync=*/true);
     if (const char* job = std::getenv("SLURM_JOB_ID"); job && s.world.rank() == 0 &&
         !std::getenv("HPCTRAIN_NO_REQUEUE")) {

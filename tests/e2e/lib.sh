@@ -3,7 +3,7 @@
 set -euo pipefail
 BIN=${HPCTRAIN_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/hpctrain}
 MPIEXEC=${MPIEXEC:-mpiexec}
-read -r -a MPIFLAGS <<< "${MPIEXEC_FLAGS//;/ }"
+MPIFLAGS=()
 if [ "$(id -u)" = 0 ]; then MPIFLAGS+=(--allow-run-as-root); fi
 MPIFLAGS+=(--oversubscribe -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x MKL_NUM_THREADS=1)
 export OMP_NUM_THREADS=1

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# e2e: preemption -> checkpoint -> resume. N steps + resume + M steps gives bitwise the same
+# parameters (CPU) as N+M uninterrupted steps, with the stop mid-epoch; resuming on another
+# world size (2 -> 1, same global batch) continues at the same global sample; eval of the
+# final checkpoint reproduces the training run's accuracy exactly.
+source "$(dirname "$0")/lib.sh"
+D="$WORK/d"
+run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+common=(--model cnn --sync-bn --data "$D" --epochs 2 --lr 0.02 --seed 3 --log-every 1000 --ckpt-every 7)
+
+run_np 2 train --batch-size 16 --ckpt-dir "$WORK/full" "${common[@]}" >"$WORK/full.txt" 2>&1 || { tail "$WORK/full.txt"; fail "uninterrupted run"; }
+
+# Rank 0 alone "receives" the signal after step 11 (mid-epoch 1): all ranks must agree, save, exit 75.
+set +e
+HPCTRAIN_TEST_PREEMPT_AT_STEP=11 run_np 2 train --batch-size 16 --ckpt-dir "$WORK/pre" "${common[@]}" >"$WORK/pre1.txt" 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || { tail "$WORK/pre1.txt"; fail "preempted run exited $rc, expected 75"; }
+grep -q "checkpointing at step 11" "$WORK/pre1.txt" || fail "no preemption checkpoint message"
+[ "$(cat "$WORK/pre/latest")" = step-00000011 ] || fail "latest is $(cat "$WORK/pre/latest"), expected step-00000011"
+cp -r "$WORK/pre" "$WORK/pre-copy"
+ok "signal on rank 0 only -> every rank checkpointed step 11 and exited 75"
+
+run_np 2 train --batch-size 16 --ckpt-dir "$WORK/pre" "${common[@]}" >"$WORK/pre2.txt" 2>&1 || { tail "$WORK/pre2.txt"; fail "resumed run"; }
+grep -q "resumed from .*step-00000011 at step 11" "$WORK/pre2.txt" || { grep resumed "$WORK/pre2.txt"; fail "did not resume from step 11"; }
+run_np 1 ckpt merge "$WORK/full" --out "$WORK/full.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/pre" --out "$WORK/pre.h5" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/full.h5" "$WORK/pre.h5" --exact || fail "resume is not bitwise identical"
+ok "11 steps + resume + 21 steps == 32 uninterrupted steps, bitwise"
+
+# World-size change: the step-11 checkpoint resumed on 1 rank with batch 32 (global 32 as before).
+run_np 1 train --batch-size 32 --ckpt-dir "$WORK/pre-copy" "${common[@]}" >"$WORK/np1.txt" 2>&1 || { tail "$WORK/np1.txt"; fail "resume on 1 rank"; }
+grep -q "saved with 2 rank(s); now 1, global batch 32" "$WORK/np1.txt" || { grep resumed "$WORK/np1.txt"; fail "world-size change not reported"; }
+run_np 1 ckpt merge "$WORK/pre-copy" --out "$WORK/np1.h5" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/full.h5" "$WORK/np1.h5" --rtol 1e-4 || fail "2 -> 1 resume diverged"
+ok "resume 2 -> 1 ranks continues at the same global sample"
+
+# Eval of the final checkpoint (merged file, CPU, 1 rank) equals the training run's evaluation.
+acc_train=$(json_field "$WORK/full.txt" test_accuracy)
+run_np 1 eval --ckpt "$WORK/full.h5" --data "$D" --device cpu >"$WORK/eval.txt"
+acc_eval=$(json_field "$WORK/eval.txt" test_accuracy)
+[ "$acc_train" = "$acc_eval" ] || fail "eval accuracy $acc_eval != training $acc_train"
+run_np 2 eval --ckpt "$WORK/full" --data "$D" >"$WORK/eval2.txt"
+[ "$(json_field "$WORK/eval2.txt" test_accuracy)" = "$acc_train" ] || fail "2-rank eval differs"
+ok "eval on 1 and 2 ranks reproduces accuracy $acc_train"
