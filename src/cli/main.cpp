@@ -8,6 +8,7 @@
 #include "hpctrain_version.h"
 #include "runtime/check.h"
 #include "runtime/guard.h"
+#include "runtime/threads.h"
 #include "runtime/world.h"
 
 namespace hpctrain {
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
       std::string msg = e.what();
       throw hpctrain::CollectiveError(msg + " (see hpctrain --help)");
     }
+    hpctrain::configure_compute_threads(world);
     return chosen(world);
   });
 }

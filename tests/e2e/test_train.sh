@@ -27,7 +27,7 @@ assert s["test_accuracy"] > 0.9, s
 trace = json.load(open(w + "/t.json"))
 names = {e["name"] for e in trace["traceEvents"]}
 pids = {e["pid"] for e in trace["traceEvents"]}
-assert {"forward", "backward", "optimizer", "eval"} <= names and pids == {0, 1}, (names, pids)
+assert {"forward", "backward", "optimizer", "eval", "ddp.bucket[0]"} <= names and pids == {0, 1}, (names, pids)
 print(f"ok: loss {train[0]['loss']:.3f} -> {train[-1]['loss']:.3f}, accuracy {s['test_accuracy']:.3f}, 250 test samples counted once, trace has both ranks")
 PY
 

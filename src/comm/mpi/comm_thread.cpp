@@ -1,5 +1,9 @@
 #include "comm/mpi/comm_thread.h"
 
+#include <optional>
+
+#include "runtime/trace.h"
+
 namespace hpctrain {
 
 void ThreadWork::wait() {
@@ -66,6 +70,9 @@ void CommThread::loop() {
     std::exception_ptr err;
     try {
       if (on_start) on_start(job.info);
+      // The timeline shows each collective on the comm thread's row (tid 1).
+      std::optional<TraceSpan> span;
+      if (Tracer::get().enabled()) span.emplace(job.info.tag.empty() ? job.info.op : job.info.tag, "comm", 1);
       job.fn();
     } catch (...) {
       err = std::current_exception();
