@@ -19,6 +19,7 @@
 #include "comm/router.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
+#include "runtime/device.h"
 #include "runtime/guard.h"
 #include "runtime/world.h"
 #include "train/models.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     int steps = 30, warmup = 5;
     double bucket_mb = 25;
     bool sync_bn = false;
+    std::string device = "cpu";
     CLI::App app{"ddp_bench"};
     app.add_option("--model", model_name);
     app.add_option("--mode", mode, "plain|ddp");
@@ -51,13 +53,17 @@ int main(int argc, char** argv) {
     app.add_option("--warmup", warmup);
     app.add_option("--bucket-mb", bucket_mb);
     app.add_flag("--sync-bn", sync_bn);
+    app.add_option("--device", device, "cpu|cuda (local rank's GPU)");
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       return app.exit(e);
     }
     at::set_num_threads(1);
-    DeviceRouter comm(w.comm(), -1);
+    DeviceChoice dc = choose_device(device, w.local_rank(), w.local_size(), visible_cuda_devices());
+    activate_device(dc);
+    c10::Device dev = dc.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dc.index)) : c10::Device(c10::kCPU);
+    DeviceRouter comm(w.comm(), dc.cuda ? dc.index : -1);
     torch::manual_seed(0);
     NormFactory norm = batchnorm2d_factory();
     if (sync_bn) {
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
       norm = [c](int64_t ch) { return make_batch_norm(2, torch::nn::BatchNormOptions(ch), c, "bn"); };
     }
     auto model = make_model(model_name, {1, 28, 28}, 10, norm);
+    model->to(dev);
     std::unique_ptr<DistributedDataParallel> ddp;
     if (mode == "ddp") {
       DdpOptions o;
@@ -73,7 +80,11 @@ int main(int argc, char** argv) {
       ddp = std::make_unique<DistributedDataParallel>(model.ptr(), comm, o);
     }
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-    at::Tensor x = at::randn({batch, 1, 28, 28}), y = at::randint(0, 10, {batch});
+    at::Tensor x = at::randn({batch, 1, 28, 28}, dev), y = at::randint(0, 10, {batch}, dev);
+    // On a GPU, time only finished work: synchronize at the end of each step.
+    auto sync = [&] {
+      if (dc.cuda) (void)x.sum().item<float>();
+    };
     std::vector<double> step_t, bwd_t, wait_t;
     for (int s = 0; s < warmup + steps; ++s) {
       double t0 = now();
@@ -86,6 +97,7 @@ int main(int argc, char** argv) {
       opt.step();
       if (ddp) ddp->zero_grad();
       else opt.zero_grad(false);
+      sync();
       double t1 = now();
       if (s >= warmup) {
         step_t.push_back(t1 - t0);
