@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       ddp = std::make_unique<DistributedDataParallel>(model.ptr(), comm, o);
     }
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-    at::Tensor x = at::randn({batch, 1, 28, 28}, dev), y = at::randint(0, 10, {batch}, dev);
+    at::Tensor x = at::randn({batch, 1, 28, 28}, dev), y = at::randint(0, 10, {batch}, at::TensorOptions().dtype(at::kLong).device(dev));
     // On a GPU, time only finished work: synchronize at the end of each step.
     auto sync = [&] {
       if (dc.cuda) (void)x.sum().item<float>();

@@ -1,6 +1,9 @@
 #include "runtime/guard.h"
 
+#include <c10/util/Exception.h>
+
 #include <cstdio>
+#include <string>
 #include <exception>
 
 #include "runtime/check.h"
@@ -27,7 +30,11 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
   } catch (const std::exception& e) {
     int rank = World::initialized() ? World::get().rank() : 0;
     int size = World::initialized() ? World::get().size() : 1;
-    std::fprintf(stderr, "hpctrain: rank %d: error: %s\n", rank, e.what());
+    // LibTorch errors carry a multi-line C++ backtrace: report their first line only.
+    auto* c10e = dynamic_cast<const c10::Error*>(&e);
+    std::string msg = c10e ? c10e->what_without_backtrace() : e.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    std::fprintf(stderr, "hpctrain: rank %d: error: %s\n", rank, msg.c_str());
     std::fflush(stderr);
     if (size > 1) World::get().abort(1);
     if (World::initialized()) World::get().finalize();
