@@ -3,6 +3,8 @@
 // encoding, an int8 enum FALSE=0/TRUE=1). bfloat16 has no h5py equivalent: raw uint16 bits.
 #include "ckpt/h5_tensor.h"
 
+#include "comm/communicator.h"
+
 #include <ATen/ATen.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -122,15 +124,11 @@ void close_and_sync(H5Id& file, const std::string& path) {
 }
 
 std::string dtype_name(at::ScalarType t) {
+  // The names are the communicator's (one table for the project); checkpoints store a subset.
   switch (t) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
+    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
+    case at::kInt: case at::kLong: case at::kByte: case at::kBool:
+      return hpctrain::dtype_name(t);
     default: fail(std::string("checkpoint: unsupported dtype ") + c10::toString(t));
   }
 }

@@ -34,6 +34,7 @@ std::string dtype_name(at::ScalarType s) {
     case at::kInt: return "int32";
     case at::kLong: return "int64";
     case at::kByte: return "uint8";
+    case at::kBool: return "bool";
     default: return c10::toString(s);
   }
 }
