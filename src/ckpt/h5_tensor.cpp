@@ -20,9 +20,13 @@
 namespace hpctrain::ckpt {
 namespace {
 
+// Per thread: in thread-safe HDF5 builds the automatic error printing is a per-thread setting,
+// and checkpoints are written from a background thread (else a full disk prints HDF5's
+// multi-line error stack next to our one-line error).
 void silence_hdf5() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  thread_local bool silenced = false;
+  if (!silenced) H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  silenced = true;
 }
 
 [[noreturn]] void fail(const std::string& what) { throw Error(what); }

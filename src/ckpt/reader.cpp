@@ -124,13 +124,13 @@ CheckpointState read_checkpoint(const std::string& path, c10::Device device) {
 std::optional<std::string> find_resume(const std::string& dir, const std::string& mode) {
   if (mode == "none") return std::nullopt;
   if (mode != "auto") {
-    std::string p = ckpt::resolve_checkpoint_path(mode);
     try {
+      std::string p = ckpt::resolve_checkpoint_path(mode);
       ckpt::verify_checkpoint(p);
+      return p;
     } catch (const Error& e) {
       throw Error(std::string("--resume ") + mode + ": " + e.what());
     }
-    return p;
   }
   auto all = ckpt::complete_checkpoints(dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {

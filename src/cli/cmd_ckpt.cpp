@@ -1,11 +1,13 @@
 // `hpctrain ckpt inspect|verify|merge PATH`: thin wrappers over src/ckpt. Rank 0 does the
-// work (they read files only); every rank exits with rank 0's code.
+// work (they read files only); a failure is reported once ("hpctrain: error: ckpt verify: ...")
+// and every rank exits with code 2.
 #include <cstdio>
 #include <functional>
 
 #include "cli/commands.h"
 #include "ckpt/merge.h"
 #include "ckpt/reader.h"
+#include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
 
@@ -13,18 +15,11 @@ namespace hpctrain {
 namespace {
 
 int on_rank0(World& w, const char* what, const std::function<void()>& body) {
-  int rc = 0;
-  if (w.rank() == 0) {
-    try {
-      body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "hpctrain ckpt %s: %s\n", what, e.what());
-      rc = 1;
-    }
+  run_on_rank0(w.comm(), std::string("ckpt ") + what, [&] {
+    body();
     std::fflush(stdout);
-  }
-  HPC_MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, w.comm()));
-  return rc;
+  });
+  return 0;
 }
 
 void verify(const std::string& path) {

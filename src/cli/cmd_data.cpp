@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "dataset/fashion_mnist.h"
 #include "dataset/synthetic.h"
+#include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
 
@@ -13,19 +14,8 @@ namespace hpctrain {
 namespace {
 
 int on_rank0(World& w, const std::function<std::string()>& work) {
-  std::string error, done;
-  if (w.rank() == 0) {
-    try {
-      done = work();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  }
-  int len = static_cast<int>(error.size());
-  HPC_MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, 0, w.comm()));
-  error.resize(len);
-  if (len) HPC_MPI_CHECK(MPI_Bcast(error.data(), len, MPI_CHAR, 0, w.comm()));
-  if (len) throw CollectiveError(error);
+  std::string done;
+  run_on_rank0(w.comm(), "", [&] { done = work(); });
   if (w.rank() == 0) std::printf("%s\n", done.c_str());
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "comm/router.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
+#include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/world.h"
@@ -37,18 +38,25 @@ int eval(World& w, const EvalArgs& a) {
   lo.batch_size = a.batch_size;
   lo.shuffle = false;
   lo.device = device;
-  Loader test(a.data + "/test.h5", w.size(), w.rank(), lo);
-  CheckpointState st = read_checkpoint(a.ckpt, device);
-  if (!st.meta.contains("model"))
-    throw CollectiveError(a.ckpt + " has no model name in its metadata (not written by hpctrain train)");
-  std::vector<int64_t> shape = st.meta.value("sample_shape", test.info().sample_shape);
-  int64_t classes = st.meta.value("num_classes", test.info().num_classes);
-  if (shape != test.info().sample_shape)
-    throw CollectiveError("the checkpoint's model takes samples of shape " + shape_string(shape) +
-                          " but " + a.data + "/test.h5 has " + shape_string(test.info().sample_shape));
-  auto model = make_model(st.meta["model"].get<std::string>(), shape, classes);
-  model->to(device);
-  load_model_tensors(st, *model);
+  // Every rank reads the same data file and checkpoint: a bad one is reported once (rank 0).
+  std::unique_ptr<Loader> loader;
+  ClassifierNet model{nullptr};
+  CheckpointState st;
+  agree_on_failure(w.comm(), [&] {
+    loader = std::make_unique<Loader>(a.data + "/test.h5", w.size(), w.rank(), lo);
+    st = read_checkpoint(a.ckpt, device);
+    if (!st.meta.contains("model"))
+      throw CollectiveError(a.ckpt + " has no model name in its metadata (not written by hpctrain train)");
+    std::vector<int64_t> shape = st.meta.value("sample_shape", loader->info().sample_shape);
+    int64_t classes = st.meta.value("num_classes", loader->info().num_classes);
+    if (shape != loader->info().sample_shape)
+      throw CollectiveError("the checkpoint's model takes samples of shape " + shape_string(shape) +
+                            " but " + a.data + "/test.h5 has " + shape_string(loader->info().sample_shape));
+    model = make_model(st.meta["model"].get<std::string>(), shape, classes);
+    model->to(device);
+    load_model_tensors(st, *model);
+  });
+  Loader& test = *loader;
   EvalResult r = evaluate(*model, [&](const at::Tensor& x) { return model->forward(x); }, test, comm);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (w.rank() == 0) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <utility>
 
 #include "cli/commands.h"
 #include "hpctrain_version.h"
@@ -46,6 +47,17 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const CLI::ParseError& e) {
       std::string msg = e.what();
+      // CLI11 reports "A subcommand is required" for a misspelled one: name the word instead.
+      if (argc > 1 && argv[1][0] != '-') {
+        std::string known;
+        bool found = false;
+        auto all = [](const CLI::App*) { return true; };
+        for (const CLI::App* sub : std::as_const(app).get_subcommands(all)) {
+          known += (known.empty() ? "" : ", ") + sub->get_name();
+          found = found || sub->check_name(argv[1]);
+        }
+        if (!found) msg = std::string("unknown subcommand \"") + argv[1] + "\" (known: " + known + ")";
+      }
       throw hpctrain::CollectiveError(msg + " (see hpctrain --help)");
     }
     hpctrain::configure_compute_threads(world);

@@ -54,6 +54,10 @@ World& World::init(int* argc, char*** argv) {
   if (const char* lvl = std::getenv("HPCTRAIN_TEST_THREAD_LEVEL")) w->thread_level_ = std::atoi(lvl);
   g_world = w;
   std::atexit(finalize_at_exit);
+  // The rank first: the guard prints a CollectiveError on rank 0 only, so even the error
+  // below must know which rank this is (else every rank prints it as "rank 0").
+  HPC_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &w->rank_));
+  HPC_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &w->size_));
   if (w->thread_level_ < MPI_THREAD_MULTIPLE) {
     throw CollectiveError(
         "the MPI library granted thread level " + std::to_string(w->thread_level_) +

@@ -26,9 +26,10 @@ bool live_progress() {
   return !under_mpi && isatty(STDOUT_FILENO) != 0;
 }
 
-Reporter::Reporter(bool is_root, const std::string& metrics_path, const nlohmann::json& config)
-    : root_(is_root), tty_(live_progress()) {
-  if (!root_ || metrics_path.empty()) return;
+Reporter::Reporter(bool is_root) : root_(is_root), tty_(live_progress()) {}
+
+void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::json& config) {
+  if (!root_ || metrics_path.empty() || metrics_) return;
   metrics_ = std::fopen(metrics_path.c_str(), "w");
   if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
   metrics({{"type", "config"}, {"config", config}});

@@ -22,7 +22,11 @@ struct ProgressLine {
 
 class Reporter {
  public:
-  Reporter(bool is_root, const std::string& metrics_path, const nlohmann::json& config);
+  explicit Reporter(bool is_root);
+  // Creates (truncates) the metrics file and writes the config record; "" writes none. Call it
+  // once every input is validated, so a run that fails at set-up leaves an old file intact.
+  // Throws hpctrain::Error (rank 0 only) if the file cannot be written.
+  void open_metrics(const std::string& path, const nlohmann::json& config);
   ~Reporter();
   void progress(const ProgressLine& p);
   void metrics(const nlohmann::json& record);  // adds nothing; writes one line

@@ -11,6 +11,7 @@
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
+#include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/trace.h"
@@ -94,11 +95,14 @@ void Trainer::State::setup() {
   lo.augment = cfg.augment;
   lo.seed = static_cast<uint64_t>(cfg.seed);
   lo.device = device;
-  train = std::make_unique<Loader>(cfg.data + "/train.h5", world.size(), world.rank(), lo);
   LoaderOptions eo = lo;
   eo.shuffle = false;
   eo.augment = false;
-  test = std::make_unique<Loader>(cfg.data + "/test.h5", world.size(), world.rank(), eo);
+  // Every rank validates the same files: a bad one is reported once, by rank 0.
+  agree_on_failure(world.comm(), [&] {
+    train = std::make_unique<Loader>(cfg.data + "/train.h5", world.size(), world.rank(), lo);
+    test = std::make_unique<Loader>(cfg.data + "/test.h5", world.size(), world.rank(), eo);
+  });
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   NormFactory norm = batchnorm2d_factory();
@@ -127,7 +131,7 @@ void Trainer::State::setup() {
   sched = std::make_unique<LrSchedule>(cfg, base_lr, total_steps);
   scaler = LossScaler(cfg.amp == "fp16");
 
-  rep = std::make_unique<Reporter>(world.rank() == 0, cfg.metrics, cfg.to_json());
+  rep = std::make_unique<Reporter>(world.rank() == 0);
   if (!cfg.ckpt_dir.empty()) {
     CheckpointOptions co;
     co.dir = cfg.ckpt_dir;
@@ -138,7 +142,9 @@ void Trainer::State::setup() {
     co.all_writers = cfg.ckpt_writers == "all";
     writer = std::make_unique<CheckpointWriter>(co, *comm);
   }
-  resume();
+  agree_on_failure(world.comm(), [&] { resume(); });  // every rank reads the same checkpoint
+  // Only now, with every input validated, may the metrics file of a previous run be replaced.
+  run_on_rank0(world.comm(), "", [&] { rep->open_metrics(cfg.metrics, cfg.to_json()); });
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " +
                std::to_string(world.node_count()) + " node(s), device " + dev.str() + ", model " +

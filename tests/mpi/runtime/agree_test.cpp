@@ -1,0 +1,48 @@
+// agree_on_failure / run_on_rank0 on 1, 2 and 4 ranks: the outcomes every rank agrees on.
+// (Some ranks failing ends in MPI_Abort, which a gtest binary cannot observe: the e2e battery
+// covers the resulting behaviour through the CLI.)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "runtime/agree.h"
+#include "runtime/check.h"
+#include "support/test_world.h"
+
+namespace hpctrain {
+namespace {
+
+using testing::world;
+
+TEST(Agree, NoFailureReturnsAndRunsTheBodyOnEveryRank) {
+  int runs = 0;
+  agree_on_failure(world().comm(), [&] { ++runs; });
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(Agree, FailureOnEveryRankIsACollectiveErrorWithRankZerosMessage) {
+  try {
+    agree_on_failure(world().comm(), [&] { throw Error("bad file on rank " + std::to_string(world().rank())); });
+    FAIL() << "no exception";
+  } catch (const CollectiveError& e) {
+    EXPECT_EQ(std::string(e.what()), "bad file on rank 0");  // identical on every rank
+  }
+}
+
+TEST(Agree, RankZeroOnlyBodyErrorReachesEveryRankWithContext) {
+  int runs = 0;
+  try {
+    run_on_rank0(world().comm(), "ckpt verify", [&] {
+      ++runs;
+      throw Error("checksum mismatch");
+    });
+    FAIL() << "no exception";
+  } catch (const CollectiveError& e) {
+    EXPECT_EQ(std::string(e.what()), "ckpt verify: checksum mismatch");
+  }
+  EXPECT_EQ(runs, world().rank() == 0 ? 1 : 0);
+  run_on_rank0(world().comm(), "", [] {});  // success: returns on every rank
+}
+
+}  // namespace
+}  // namespace hpctrain
