@@ -116,5 +116,7 @@ CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 // and buffers (matched by plain dotted name). A mismatch throws hpctrain::Error listing missing
 // keys, unexpected keys and shape mismatches ("fc.weight: saved [10,256] vs model [10,128]").
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);
+// The same check and copy for a state already read; `source` names it in the error.
+void load_model_state(const CheckpointState& st, torch::nn::Module& model, const std::string& source);
 
 }  // namespace hpctrain

@@ -18,17 +18,30 @@ std::string join(const std::vector<std::string>& v) {
   return "[" + s + "]";
 }
 
+// "[512,64]"
+std::string dims(at::IntArrayRef sizes) {
+  std::vector<std::string> v;
+  for (auto d : sizes) v.push_back(std::to_string(d));
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return "[" + s + "]";
+}
+
 }  // namespace
 
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device) {
-  CheckpointState st = read_checkpoint(path, device);
+  load_model_state(read_checkpoint(path, device), model, "checkpoint " + path);
+}
+
+void load_model_state(const CheckpointState& st, torch::nn::Module& model, const std::string& source) {
   std::map<std::string, at::Tensor> saved;
   for (auto& [name, t] : st.tensors)
     if (name.rfind("model/", 0) == 0) saved.emplace(name.substr(6), t);
 
   std::map<std::string, at::Tensor> target;
   for (const auto& p : model.named_parameters(/*recurse=*/true)) target.emplace(p.key(), p.value());
-  for (const auto& b : model.named_buffers(/*recurse=*/true)) target.emplace(b.key(), b.value());
+  for (const auto& b : model.named_buffers(/*recurse=*/true))
+    if (b.value().defined()) target.emplace(b.key(), b.value());
 
   std::vector<std::string> missing, unexpected, shapes;
   for (const auto& [name, t] : target) {
@@ -36,12 +49,12 @@ void load_model(const std::string& path, torch::nn::Module& model, c10::Device d
     if (it == saved.end())
       missing.push_back(name);
     else if (it->second.sizes() != t.sizes())
-      shapes.push_back(name + ": saved " + c10::str(it->second.sizes()) + " vs model " + c10::str(t.sizes()));
+      shapes.push_back(name + ": saved " + dims(it->second.sizes()) + " vs model " + dims(t.sizes()));
   }
   for (const auto& [name, t] : saved)
     if (!target.count(name)) unexpected.push_back(name);
   if (!missing.empty() || !unexpected.empty() || !shapes.empty())
-    throw Error("checkpoint " + path + " does not match the model: missing keys " + join(missing) +
+    throw Error(source + " does not match the model: missing keys " + join(missing) +
                 "; unexpected keys " + join(unexpected) + "; shape mismatches " + join(shapes));
 
   at::NoGradGuard no_grad;

@@ -51,28 +51,7 @@ CheckpointState capture_train_state(torch::nn::Module& model, torch::optim::Opti
 }
 
 void load_model_tensors(const CheckpointState& st, torch::nn::Module& model) {
-  std::map<std::string, at::Tensor> saved;
-  for (auto& [name, t] : st.tensors)
-    if (name.rfind("model/", 0) == 0) saved[name.substr(6)] = t;
-  std::map<std::string, at::Tensor> target;
-  for (auto& item : model.named_parameters(true)) target[item.key()] = item.value();
-  for (auto& item : model.named_buffers(true))
-    if (item.value().defined()) target[item.key()] = item.value();
-  std::string missing, unexpected, shapes;
-  for (auto& [name, t] : target) {
-    auto it = saved.find(name);
-    if (it == saved.end()) missing += (missing.empty() ? "" : ", ") + name;
-    else if (it->second.sizes() != t.sizes())
-      shapes += (shapes.empty() ? "" : ", ") + name + ": saved " + shape_string(it->second.sizes()) +
-                " vs model " + shape_string(t.sizes());
-  }
-  for (auto& [name, t] : saved)
-    if (!target.count(name)) unexpected += (unexpected.empty() ? "" : ", ") + name;
-  if (!missing.empty() || !unexpected.empty() || !shapes.empty())
-    throw Error("checkpoint does not match the model: missing keys [" + missing +
-                "]; unexpected keys [" + unexpected + "]; shape mismatches [" + shapes + "]");
-  at::NoGradGuard no_grad;
-  for (auto& [name, t] : target) t.copy_(saved[name]);
+  load_model_state(st, model, "checkpoint");
 }
 
 TrainProgress restore_train_state(const CheckpointState& st, torch::nn::Module& model,

@@ -175,7 +175,7 @@ TEST(LoadModel, MismatchListsMissingUnexpectedAndShapes) {
   }
   EXPECT_NE(err.find("missing keys [features.0.bias]"), std::string::npos) << err;
   EXPECT_NE(err.find("unexpected keys [head.weight]"), std::string::npos) << err;
-  EXPECT_NE(err.find("fc.weight: saved [4, 6] vs model [4, 5]"), std::string::npos) << err;
+  EXPECT_NE(err.find("fc.weight: saved [4,6] vs model [4,5]"), std::string::npos) << err;
 }
 
 TEST(Inspect, ShowsStepEpochConfigAndTensorTable) {
