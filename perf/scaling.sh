@@ -47,13 +47,10 @@ for n in $ranks; do
 import json, sys
 j = json.loads(sys.argv[1]); n = int(sys.argv[2]); base = sys.argv[3]
 tp = j["samples_per_s"]
-eff = "" if not base else "%.4f" % (tp / (n * float(base)))
+eff = "%.4f" % (tp / (n * float(base))) if base else ("1.0000" if n == 1 else "")
 print("%s,%d,%d,%.6f,%.3f,%s" % (j["model"], n, j["batch_per_rank"], j["step_s"], tp, eff))' "$line" "$n" "$base")
   # Efficiency is relative to the 1-rank throughput, the first count when it is 1.
-  if [ -z "$base" ] && [ "$n" = 1 ]; then
-    base=$(echo "$row" | cut -d, -f5)
-    row="${row%,}1.0000"
-  fi
+  if [ -z "$base" ] && [ "$n" = 1 ]; then base=$(echo "$row" | cut -d, -f5); fi
   echo "$row" | tee -a "$out"
 done
 echo "scaling.sh: wrote $out"

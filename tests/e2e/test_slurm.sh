@@ -7,6 +7,8 @@
 #   b. the same run (srun launcher) signalled mid-training with `scancel --signal=USR1 --batch`:
 #      it checkpoints, rank 0 requeues the job, the job restarts, resumes from that checkpoint
 #      and finishes; its final parameters equal run a's bitwise.
+#   c. slurm/scaling.sbatch sweeps 1 and 2 ranks inside one allocation and writes the CSV, with
+#      efficiency = throughput(2) / (2 * throughput(1)).
 # Skips (exit 0, "SKIPPED: ...") when Slurm/munge are missing and cannot be installed.
 source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -43,7 +45,7 @@ ok "local Slurm up in $((SECONDS - t_start)) s ($(sinfo -h -o '%N %T %c CPUs'))"
 
 D="$WORK/d"
 run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
-EPOCHS=4 BATCH=16
+EPOCHS=6 BATCH=16
 TOTAL=$((EPOCHS * 1024 / (2 * BATCH)))
 common=(--model cnn --sync-bn --data "$D" --epochs $EPOCHS --batch-size $BATCH --lr 0.02 --seed 3 --log-every 4)
 # The CPU variant: the header asks one GPU per task and 8 cores per task; a GPU-less 2-task job
@@ -121,4 +123,20 @@ run_np 1 ckpt merge "$WORK/runA/ckpt" --out "$WORK/a.h5" >/dev/null
 run_np 1 ckpt merge "$WORK/runB/ckpt" --out "$WORK/b.h5" >/dev/null
 /usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/a.h5" "$WORK/b.h5" --exact || fail "preempted+resumed job differs from the uninterrupted one"
 ok "b. preempted + requeued + resumed parameters == uninterrupted job's, bitwise (srun vs mpirun launcher)"
+
+# --- c. scaling sweep inside one allocation --------------------------------------------------
+t0=$SECONDS
+HPCTRAIN_DDP_BENCH="$(dirname "$BIN")/perf/ddp_bench" HPCTRAIN_RANKS="1 2" HPCTRAIN_STEPS=5 \
+  HPCTRAIN_SCALING_OUT="$WORK/scaling.csv" timeout 300 sbatch --wait "${SB[@]}" --output="$WORK/c.log" \
+  "$SRC/slurm/scaling.sbatch" >/dev/null || { cat "$WORK/c.log"; fail "scaling.sbatch failed"; }
+/usr/bin/python3 - "$WORK/scaling.csv" <<'PY' || { cat "$WORK/scaling.csv"; fail "scaling CSV"; }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["ranks"] for r in rows] == ["1", "2"], rows
+t1, t2 = float(rows[0]["samples_per_s"]), float(rows[1]["samples_per_s"])
+assert t1 > 0 and t2 > 0, rows
+assert rows[0]["efficiency"] == "1.0000", rows[0]
+assert abs(float(rows[1]["efficiency"]) - t2 / (2 * t1)) < 1e-3, (rows[1], t2 / (2 * t1))
+PY
+ok "c. scaling.sbatch: CSV with ranks 1,2 and efficiency(2) = tp(2)/(2 tp(1)) = $(tail -1 "$WORK/scaling.csv" | cut -d, -f6), in $((SECONDS - t0)) s"
 echo "test_slurm: total $((SECONDS - t_start)) s"
