@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# e2e (ctest label `slurm`): the real slurm/train.sbatch on a throwaway localhost Slurm
+# (slurm/local-cluster.sh), CPU variant, 2 tasks.
+#   a. `sbatch --wait` with HPCTRAIN_LAUNCHER=mpirun runs to the end: exit 0, the JSON summary in
+#      the job log; inside the same kind of allocation, mpirun's 2 ranks are ranks 0 and 1 with
+#      local ranks 0 and 1 (`hpctrain doctor`) although both inherit SLURM_PROCID=0.
+#   b. the same run (srun launcher) signalled mid-training with `scancel --signal=USR1 --batch`:
+#      it checkpoints, rank 0 requeues the job, the job restarts, resumes from that checkpoint
+#      and finishes; its final parameters equal run a's bitwise.
+#   c. slurm/scaling.sbatch sweeps 1 and 2 ranks inside one allocation and writes the CSV, with
+#      efficiency = throughput(2) / (2 * throughput(1)).
+# Skips (exit 0, "SKIPPED: ...") when Slurm/munge are missing and cannot be installed.
+source "$(dirname "$0")/lib.sh"
+SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+CLUSTER="$SRC/slurm/local-cluster.sh"
+
+have_slurm() { for b in munged slurmctld slurmd sbatch scontrol; do command -v "$b" >/dev/null || return 1; done; }
+if ! have_slurm; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Slurm not installed; trying: $CLUSTER install"
+    timeout 300 "$CLUSTER" install || true
+  fi
+  have_slurm || { echo "SKIPPED: slurmctld/slurmd/munge not installed and not installable here (bash launch/setup.sh installs them)"; exit 0; }
+fi
+
+# munged runs as user munge and must traverse the cluster directory: not under the 0700 $WORK.
+SDIR=$(mktemp -d /tmp/hpctrain-e2e-slurm.XXXXXX)
+chmod 755 "$SDIR"
+# Ports of our own, so a user's cluster on the default ports is left alone.
+export HPCTRAIN_SLURMCTLD_PORT=$((20000 + ($$ % 5000) * 2)) HPCTRAIN_SLURMD_PORT=$((20001 + ($$ % 5000) * 2))
+export SLURM_CONF="$SDIR/slurm.conf"
+JOBS=()
+cleanup() {
+  set +e
+  for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null; done
+  # Let slurmd end the job steps before it goes (bounded).
+  for _ in $(seq 30); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.5; done
+  "$CLUSTER" stop "$SDIR"
+  rm -rf "$SDIR" "$WORK"
+}
+trap cleanup EXIT
+t_start=$SECONDS
+timeout 60 "$CLUSTER" start "$SDIR" >/dev/null || fail "local cluster did not start (logs were in $SDIR)"
+ok "local Slurm up in $((SECONDS - t_start)) s ($(sinfo -h -o '%N %T %c CPUs'))"
+
+D="$WORK/d"
+run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+EPOCHS=6 BATCH=16
+TOTAL=$((EPOCHS * 1024 / (2 * BATCH)))
+common=(--model cnn --sync-bn --data "$D" --epochs $EPOCHS --batch-size $BATCH --lr 0.02 --seed 3 --log-every 4)
+# The CPU variant: the header asks one GPU per task and 8 cores per task; a GPU-less 2-task job
+# overrides both on the command line (Slurm 22.05 accepts --gpus-per-task=0).
+export HPCTRAIN_CPU=1 HPCTRAIN_BIN="$BIN" HPCTRAIN_REPO="$SRC"
+SB=(--ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --cpus-per-task=1 --time=00:15:00)
+job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+# wait_for SECONDS WHAT CMD...: poll CMD every 0.5 s until it succeeds, or fail naming WHAT.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for $what"
+    sleep 0.5
+  done
+}
+summary_field() { /usr/bin/python3 -c "
+import json,sys
+lines=[l for l in open(sys.argv[1]) if l.startswith('{')]
+print(json.loads(lines[-1])[sys.argv[2]])" "$1" "$2"; }
+
+# --- a. sbatch --wait, mpirun inside the allocation, uninterrupted -------------------------------
+t0=$SECONDS
+set +e
+HPCTRAIN_LAUNCHER=mpirun HPCTRAIN_RUN_DIR="$WORK/runA" timeout 600 sbatch --wait --parsable "${SB[@]}" \
+  --output="$WORK/a.log" "$SRC/slurm/train.sbatch" "${common[@]}" >"$WORK/a.id"
+rc=$?
+set -e
+JOBS+=("$(cat "$WORK/a.id")")
+[ $rc -eq 0 ] || { tail -20 "$WORK/a.log"; fail "sbatch --wait (job $(cat "$WORK/a.id")) exited $rc"; }
+grep -q '^{.*"world_size":2' "$WORK/a.log" || { tail "$WORK/a.log"; fail "no JSON summary in the job log"; }
+[ "$(summary_field "$WORK/a.log" steps)" = $TOTAL ] || fail "job a ran $(summary_field "$WORK/a.log" steps) steps, expected $TOTAL"
+[ "$(summary_field "$WORK/a.log" device)" = cpu ] || fail "job a did not run on cpu"
+[ -f "$WORK/runA/metrics.jsonl" ] && [ -f "$WORK/runA/ckpt/latest" ] || fail "job a wrote no metrics or checkpoint under HPCTRAIN_RUN_DIR"
+ok "a. sbatch --wait (mpirun in the job): exit 0, summary world_size 2, $TOTAL steps, in $((SECONDS - t0)) s"
+
+# Ranks under mpirun inside an allocation come from MPI, not SLURM_PROCID (0 for every process).
+mpi=(mpirun -np 2 -x OMP_NUM_THREADS=1)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+timeout 120 sbatch --wait "${SB[@]}" --output="$WORK/m.log" \
+  --wrap "${mpi[*]} printenv SLURM_PROCID | sed 's/^/procid=/'; ${mpi[*]} $BIN doctor" >/dev/null \
+  || { cat "$WORK/m.log"; fail "doctor under mpirun inside sbatch failed"; }
+[ "$(grep -c '^procid=0$' "$WORK/m.log")" = 2 ] || { cat "$WORK/m.log"; fail "expected SLURM_PROCID=0 in both mpirun processes"; }
+rows=$(awk '$1 ~ /^[0-9]+$/ && $3 != "" {print $1 "/" $2}' "$WORK/m.log" | sort | tr '\n' ' ')
+[ "$rows" = "0/0 1/1 " ] || { cat "$WORK/m.log"; fail "doctor rank/local rank rows are '$rows', expected '0/0 1/1'"; }
+grep -q '^doctor: OK' "$WORK/m.log" || fail "doctor self-test did not pass"
+ok "mpirun inside sbatch: SLURM_PROCID=0 in both processes, doctor shows rank/local 0/0 and 1/1"
+
+# --- b. srun launcher, USR1 mid-training -> checkpoint, requeue, resume, finish ------------------
+t0=$SECONDS
+J=$(HPCTRAIN_RUN_DIR="$WORK/runB" sbatch --parsable "${SB[@]}" --output="$WORK/b.log" \
+  "$SRC/slurm/train.sbatch" "${common[@]}")
+JOBS+=("$J")
+progress() { [ -f "$WORK/runB/metrics.jsonl" ] && grep -q '"type":"train"' "$WORK/runB/metrics.jsonl"; }
+wait_for 180 "job $J to report training progress" progress
+scancel --signal=USR1 --batch "$J"
+requeued() { grep -q "scontrol requeue $J done" "$WORK/b.log" && [ "$(job_field "$J" JobState)" = PENDING ]; }
+wait_for 120 "job $J to checkpoint and requeue itself" requeued
+grep -q "USR1 received, forwarding to ranks" "$WORK/b.log" || fail "the batch shell did not forward USR1"
+stop_step=$(sed -n 's/.*preemption signal received.*checkpointing at step \([0-9]*\).*/\1/p' "$WORK/b.log" | head -1)
+[ -n "$stop_step" ] && [ "$stop_step" -lt $TOTAL ] || { tail -20 "$WORK/b.log"; fail "no mid-training preemption checkpoint (step '$stop_step' of $TOTAL)"; }
+ok "b. USR1 to the batch shell -> checkpoint at step $stop_step of $TOTAL, rank 0 requeued job $J (pending, reason $(job_field "$J" Reason))"
+# A requeued job waits ~2 min on BeginTime; release it now.
+scontrol update jobid="$J" StartTime=now
+finished() { local s; s=$(job_field "$J" JobState); [ "$s" = COMPLETED ] || [ "$s" = FAILED ] || [ "$s" = CANCELLED ] || [ -z "$s" ]; }
+wait_for 400 "requeued job $J to finish" finished
+[ "$(job_field "$J" JobState)" = COMPLETED ] || { tail -20 "$WORK/b.log"; fail "job $J ended $(job_field "$J" JobState) exit $(job_field "$J" ExitCode)"; }
+[ "$(job_field "$J" Restarts)" = 1 ] || fail "job $J restarts = $(job_field "$J" Restarts), expected 1"
+grep -q "restart 1 on" "$WORK/b.log" || fail "log shows no restart"
+grep -q "resumed from .*step-0*$stop_step at step $stop_step" "$WORK/b.log" || { grep -i resum "$WORK/b.log"; fail "log shows no resume from step $stop_step"; }
+[ "$(summary_field "$WORK/b.log" steps)" = $TOTAL ] || fail "resumed job ran to step $(summary_field "$WORK/b.log" steps), expected $TOTAL"
+ok "b. requeued job restarted, resumed at step $stop_step and completed $TOTAL steps, in $((SECONDS - t0)) s"
+
+run_np 1 ckpt merge "$WORK/runA/ckpt" --out "$WORK/a.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/runB/ckpt" --out "$WORK/b.h5" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/a.h5" "$WORK/b.h5" --exact || fail "preempted+resumed job differs from the uninterrupted one"
+ok "b. preempted + requeued + resumed parameters == uninterrupted job's, bitwise (srun vs mpirun launcher)"
+
+# --- c. scaling sweep inside one allocation --------------------------------------------------
+t0=$SECONDS
+HPCTRAIN_DDP_BENCH="$(dirname "$BIN")/perf/ddp_bench" HPCTRAIN_RANKS="1 2" HPCTRAIN_STEPS=5 \
+  HPCTRAIN_SCALING_OUT="$WORK/scaling.csv" timeout 300 sbatch --wait "${SB[@]}" --output="$WORK/c.log" \
+  "$SRC/slurm/scaling.sbatch" >/dev/null || { cat "$WORK/c.log"; fail "scaling.sbatch failed"; }
+/usr/bin/python3 - "$WORK/scaling.csv" <<'PY' || { cat "$WORK/scaling.csv"; fail "scaling CSV"; }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["ranks"] for r in rows] == ["1", "2"], rows
+t1, t2 = float(rows[0]["samples_per_s"]), float(rows[1]["samples_per_s"])
+assert t1 > 0 and t2 > 0, rows
+assert rows[0]["efficiency"] == "1.0000", rows[0]
+assert abs(float(rows[1]["efficiency"]) - t2 / (2 * t1)) < 1e-3, (rows[1], t2 / (2 * t1))
+PY
+ok "c. scaling.sbatch: CSV with ranks 1,2 and efficiency(2) = tp(2)/(2 tp(1)) = $(tail -1 "$WORK/scaling.csv" | cut -d, -f6), in $((SECONDS - t0)) s"
+echo "test_slurm: total $((SECONDS - t_start)) s"
