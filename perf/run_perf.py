@@ -63,7 +63,7 @@ def main():
     only = args.only.split(",")
     if "ddp" in only:
         base = ["--model", "cnn", "--batch", "64", "--steps", steps]
-        p, d, r = paired(lambda: ddp_bench(1, *base, "--mode", "ddp"), lambda: ddp_bench(1, *base, "--mode", "plain"), rounds)
+        d, p, r = paired(lambda: ddp_bench(1, *base, "--mode", "ddp"), lambda: ddp_bench(1, *base, "--mode", "plain"), rounds)
         rows.append(("DDP tax at world size 1 (cnn, b64)", f"{r:.3f}", "<= 1.02", f"ddp {d*1e3:.1f} ms vs plain {p*1e3:.1f} ms"))
         s2, s1, r = paired(lambda: ddp_bench(2, *base), lambda: ddp_bench(1, *base), rounds)
         rows.append(("2-rank weak-scaling efficiency (cnn, b64/rank)", f"{1/r:.3f}", ">= 0.97", f"step {s2*1e3:.1f} ms at 2 ranks vs {s1*1e3:.1f} ms at 1"))

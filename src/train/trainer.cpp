@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 #include <torch/nn/modules/batchnorm.h>
 
 #include <chrono>
@@ -296,7 +297,20 @@ nlohmann::json Trainer::run() {
       }
       if (!batch) break;
       s.comm->set_step(s.step);
-      s.train_step(*batch);
+      try {
+        s.train_step(*batch);
+      } catch (const c10::OutOfMemoryError&) {
+        // One line with what the user can change, instead of LibTorch's allocator dump. The
+        // guard then aborts the job, so no other rank waits in the step's allreduce.
+        char buf[320];
+        std::snprintf(buf, sizeof(buf),
+                      "out of memory on %s at step %lld with per-rank batch %lld (%.0f MiB in use, "
+                      "peak %.0f MiB); try a smaller --batch-size, --amp bf16 or fp16, or "
+                      "--grad-accum K to split each batch",
+                      s.dev.str().c_str(), (long long)s.step, (long long)s.cfg.batch_size,
+                      s.dev.cuda ? cuda_memory_in_use_mb(s.dev.index) : 0.0, peak_memory_mb(s.dev));
+        throw Error(buf);
+      }
       ++s.step;
       s.stats.set_data_wait(s.train->data_wait_seconds());
       if (s.step % s.cfg.log_every == 0 || s.step == s.total_steps) s.log_interval(epoch);
