@@ -17,6 +17,7 @@ VENV=$HPCTRAIN_HOME/venv
 APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   libopenmpi-dev openmpi-bin libhdf5-dev libgtest-dev libcli11-dev nlohmann-json3-dev
   libtomlplusplus-dev libxxhash-dev zlib1g-dev python3-venv python3-h5py python3-numpy
+  python3-matplotlib  # perf/plot.py (PNG plots, Agg backend)
   dataset-fashion-mnist
   slurmctld slurmd slurm-client munge)  # for the Slurm e2e tests' throwaway localhost cluster
 missing=()

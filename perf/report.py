@@ -1,0 +1,182 @@
+"""Regenerates the measured part of perf/README.md from the files in perf/results/.
+
+    /usr/bin/python3 perf/report.py probe  [--bin build/hpctrain] [--out perf/results/machine.json]
+    /usr/bin/python3 perf/report.py render [--results perf/results] [--readme perf/README.md]
+
+probe records the machine (lscpu, memory, OS, `hpctrain doctor`'s library line, threads per rank).
+render replaces ONLY the text between the markers
+    <!-- generated:begin -->  ...  <!-- generated:end -->
+in the README (hand-written sections around them stay as they are) with: the machine, the newest
+perf/run_perf.py table, per model the newest perf/scaling.sh CSV and its perf/scaling_model.py
+comparison, the newest allreduce sweep, the loader and checkpoint benchmarks, the Fashion-MNIST
+run summary, and a Plots section linking every PNG that belongs to those files (paths relative
+to the README). A file that is missing is left out, never invented.
+"""
+import argparse, csv, glob, json, os, re, subprocess, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
+LOADER_RUN_LINES = 6  # perf/loader_bench.sh appends 6 lines per run to loader.jsonl
+STAMP = r"(\d{8}-\d{4,6})"
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def probe(a):
+    lscpu = dict(l.split(":", 1) for l in sh(["lscpu"]).splitlines() if ":" in l)
+    lscpu = {k.strip(): v.strip() for k, v in lscpu.items()}
+    mem = re.search(r"MemTotal:\s+(\d+) kB", open("/proc/meminfo").read())
+    osname = re.search(r'PRETTY_NAME="([^"]+)"', open("/etc/os-release").read())
+    doctor = sh([a.bin, "doctor"])
+    libs = re.search(r"libraries \(rank 0\): (.*)", doctor)
+    m = {"cpu_model": lscpu.get("Model name", "?"), "cpus": lscpu.get("CPU(s)", "?"),
+         "threads_per_core": lscpu.get("Thread(s) per core", "?"), "cores_per_socket": lscpu.get("Core(s) per socket", "?"),
+         "sockets": lscpu.get("Socket(s)", "?"), "hypervisor": lscpu.get("Hypervisor vendor", ""),
+         "mem_gib": round(int(mem.group(1)) / 2**20, 1) if mem else None, "os": osname.group(1) if osname else "?",
+         "libraries": libs.group(1).strip() if libs else "unknown (hpctrain doctor failed)",
+         "threads_per_rank": os.environ.get("OMP_NUM_THREADS", "1")}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    json.dump(m, open(a.out, "w"), indent=1)
+    print(json.dumps(m))
+
+
+def newest(results, pattern):
+    """{key: path} of the newest file per key; pattern's groups are (key, stamp)."""
+    best = {}
+    for p in glob.glob(os.path.join(results, "*")):
+        mt = re.fullmatch(pattern, os.path.basename(p))
+        if mt and (mt.group(1) not in best or mt.group(2) > best[mt.group(1)][0]):
+            best[mt.group(1)] = (mt.group(2), p)
+    return {k: v[1] for k, v in sorted(best.items())}
+
+
+def jsonl(path):
+    return [json.loads(l) for l in open(path) if l.strip().startswith("{")]
+
+
+def md_table(header, rows):
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] +
+                     ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def ms(x):
+    return f"{float(x) * 1e3:.2f}"
+
+
+def machine_text(results):
+    p = os.path.join(results, "machine.json")
+    if not os.path.exists(p):
+        return "Machine: not recorded (run `perf/report.py probe`)."
+    m = json.load(open(p))
+    vm = f", {m['hypervisor']} VM" if m.get("hypervisor") else ""
+    return (f"Machine: {m['cpus']} CPUs ({m['cpu_model']}{vm}; {m['sockets']} socket x {m['cores_per_socket']} cores x "
+            f"{m['threads_per_core']} thread per core), {m['mem_gib']} GiB, {m['os']}; {m['libraries']}; "
+            f"{m['threads_per_rank']} compute thread per rank (OMP_NUM_THREADS; ddp_bench also sets at::set_num_threads(1)).")
+
+
+def scaling_section(model, path):
+    rows = list(csv.DictReader(open(path)))
+    out = [f"### Scaling: {model} ([csv]({rel(path)}))", "",
+           md_table(["mode", "ranks", "batch/rank", "global batch", "samples/s", "step ms", "speedup", "efficiency",
+                     "comm-blocked ms", "data-wait ms", "data"],
+                    [[r["mode"], r["ranks"], r["batch_per_rank"], r["global_batch"], r["samples_per_s"], ms(r["step_s"]),
+                      r["speedup"], r["efficiency"], ms(r["comm_blocked_s"]), ms(r["data_wait_s"]),
+                      os.path.basename(r["data"])] for r in rows])]
+    model_md = path[:-4] + "-model.md"
+    if os.path.exists(model_md):
+        out += ["", f"Analytical model next to the measurement (`perf/scaling_model.py --from-scaling`):", "",
+                open(model_md).read().strip()]
+    return out
+
+
+def allreduce_section(n, path):
+    rows = list(csv.DictReader(open(path)))
+    return [f"### Allreduce, {n} ranks ([csv]({rel(path)}))", "",
+            md_table(["bytes", "ours busbw GB/s", "bare MPI busbw GB/s", "ours / MPI"],
+                     [[r["bytes"], f"{float(r['busbw_GBps']):.3f}", f"{float(r['mpi_busbw_GBps']):.3f}",
+                       f"{float(r['busbw_ratio']):.3f}"] for r in rows])]
+
+
+def generic_jsonl_section(title, path, last):
+    lines = jsonl(path)[-last:]
+    if not lines:
+        return []
+    keys = list(dict.fromkeys(k for l in lines for k in l))
+    return [f"### {title} ([raw]({rel(path)}), last {len(lines)} line{'s' if len(lines) > 1 else ''})", "",
+            md_table(keys, [[l.get(k, "") for k in keys] for l in lines])]
+
+
+def rel(path):
+    return os.path.relpath(path, REL_BASE)
+
+
+def render(a):
+    global REL_BASE
+    REL_BASE = os.path.dirname(os.path.abspath(a.readme))
+    res = a.results
+    text = open(a.readme).read()
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        sys.exit(f"report.py: {a.readme} needs exactly one {BEGIN} followed by one {END}")
+    perf = newest(res, r"perf-()" + STAMP + r"\.md")
+    scaling = newest(res, r"scaling-([a-z0-9]+)-" + STAMP + r"\.csv")
+    allred = newest(res, r"allreduce-np(\d+)-" + STAMP + r"\.csv")
+    out = ["## Latest table", "", machine_text(res), ""]
+    if perf:
+        p = perf[""]
+        body = open(p).read().strip().splitlines()
+        out += [f"From `perf/run_perf.py` ([raw]({rel(p)})): {body[0]}", ""] + body[1:] + [""]
+    for model, p in scaling.items():
+        out += scaling_section(model, p) + [""]
+    out += ["Weak: batch per rank fixed, efficiency = T(N) / (N x T(1)). Strong: global batch fixed "
+            "(per rank = global / N), speedup = T(N) / T(1 rank running the whole global batch), "
+            "efficiency = speedup / N. T = samples/s of the world at the slowest rank's median step; "
+            "comm-blocked = median time blocked in DDP finalize waiting for the allreduce; data-wait = "
+            "median time a step waited for its batch (0 for in-memory batches).", ""]
+    for n, p in allred.items():
+        out += allreduce_section(n, p) + [""]
+    for title, name, last in [("Data loader (`perf/loader_bench.sh`)", "loader.jsonl", LOADER_RUN_LINES),
+                              ("Checkpoint write vs dd (`perf/ckpt_write_bench.sh`)", "ckpt_write_bench.jsonl", 1)]:
+        if os.path.exists(os.path.join(res, name)):
+            out += generic_jsonl_section(title, os.path.join(res, name), last) + [""]
+    for p in sorted(glob.glob(os.path.join(res, "ckpt_bench*.md")))[-1:]:
+        out += [f"### Checkpoint benchmark ([raw]({rel(p)}))", "", open(p).read().strip(), ""]
+    fm = os.path.join(res, "fmnist-cnn-5ep.jsonl")
+    if os.path.exists(fm):
+        summ = [l["summary"] for l in jsonl(fm) if l.get("type") == "summary"]
+        if summ:
+            s = summ[-1]
+            out += [f"### Fashion-MNIST training ([metrics]({rel(fm)}))", "",
+                    md_table(["model", "ranks", "epochs", "test accuracy", "wall s", "samples/s", "data wait %", "comm blocked %"],
+                             [[s["model"], s["world_size"], s["epochs"], s["test_accuracy"], f"{s['wall_s']:.0f}",
+                               f"{s['samples_per_s']:.1f}", f"{s['data_wait_pct']:.2f}", f"{s['comm_blocked_pct']:.2f}"]]), ""]
+    pngs = [p[:-4] + ".png" for p in list(scaling.values()) + list(allred.values())]
+    pngs = [p for p in pngs if os.path.exists(p)]
+    if pngs:
+        out += ["## Plots", ""] + [f"![{os.path.basename(p)[:-4]}]({rel(p)})\n" for p in pngs]
+    pre, rest = text.split(BEGIN, 1)
+    post = rest.split(END, 1)[1]
+    body = "\n".join(out).rstrip() + "\n"
+    open(a.readme, "w").write(pre + BEGIN + "\n" + body + END + post)
+    print(f"report.py: regenerated {a.readme} ({len(out)} lines from {res})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("probe")
+    p.add_argument("--bin", default=os.path.join(ROOT, "build/hpctrain"))
+    p.add_argument("--out", default=os.path.join(ROOT, "perf/results/machine.json"))
+    r = sub.add_parser("render")
+    r.add_argument("--results", default=os.path.join(ROOT, "perf/results"))
+    r.add_argument("--readme", default=os.path.join(ROOT, "perf/README.md"))
+    a = ap.parse_args()
+    {"probe": probe, "render": render}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
