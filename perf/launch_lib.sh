@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by perf/*.sh: `launch N CMD...` starts CMD on N ranks.
 # Inside a Slurm allocation (SLURM_JOB_ID set): `srun --mpi=pmix -n N`; else `mpirun -np N`,
 # adding --oversubscribe when N exceeds this host's cores (mpirun refuses otherwise). Never

@@ -12,7 +12,7 @@ comparison, the newest allreduce sweep, the loader and checkpoint benchmarks, th
 run summary, and a Plots section linking every PNG that belongs to those files (paths relative
 to the README). A file that is missing is left out, never invented.
 """
-import argparse, csv, glob, json, os, re, subprocess, sys
+import argparse, csv, datetime, glob, json, os, re, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
@@ -102,13 +102,23 @@ def allreduce_section(n, path):
                        f"{float(r['busbw_ratio']):.3f}"] for r in rows])]
 
 
-def generic_jsonl_section(title, path, last):
-    lines = jsonl(path)[-last:]
+def cell(v):
+    if isinstance(v, float):
+        return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    return str(v)
+
+
+def generic_jsonl_section(title, path, last=None):
+    """A table of the file's JSON lines (the last `last` of them), its # comment lines as notes."""
+    lines = jsonl(path)
+    lines = lines[-last:] if last else lines
     if not lines:
         return []
     keys = list(dict.fromkeys(k for l in lines for k in l))
-    return [f"### {title} ([raw]({rel(path)}), last {len(lines)} line{'s' if len(lines) > 1 else ''})", "",
-            md_table(keys, [[l.get(k, "") for k in keys] for l in lines])]
+    notes = [l.strip().lstrip("#").strip() for l in open(path) if l.startswith("#")] if not last else []
+    which = f"last {len(lines)} line{'s' if len(lines) > 1 else ''}" if last else "all lines"
+    return ([f"### {title} ([raw]({rel(path)}), {which})", ""] + [f"> {n}" for n in notes] + ([""] if notes else []) +
+            [md_table(keys, [[cell(l.get(k, "")) for k in keys] for l in lines])])
 
 
 def rel(path):
@@ -125,22 +135,17 @@ def render(a):
     perf = newest(res, r"perf-()" + STAMP + r"\.md")
     scaling = newest(res, r"scaling-([a-z0-9]+)-" + STAMP + r"\.csv")
     allred = newest(res, r"allreduce-np(\d+)-" + STAMP + r"\.csv")
-    out = ["## Latest table", "", machine_text(res), ""]
+    out = [f"## Latest table (generated {datetime.date.today()})", "", machine_text(res), ""]
     if perf:
         p = perf[""]
         body = open(p).read().strip().splitlines()
-        out += [f"From `perf/run_perf.py` ([raw]({rel(p)})): {body[0]}", ""] + body[1:] + [""]
+        out += [f"From `perf/run_perf.py` ([raw]({rel(p)})): {body[0]}", ""] + "\n".join(body[1:]).strip().splitlines() + [""]
     for model, p in scaling.items():
         out += scaling_section(model, p) + [""]
-    out += ["Weak: batch per rank fixed, efficiency = T(N) / (N x T(1)). Strong: global batch fixed "
-            "(per rank = global / N), speedup = T(N) / T(1 rank running the whole global batch), "
-            "efficiency = speedup / N. T = samples/s of the world at the slowest rank's median step; "
-            "comm-blocked = median time blocked in DDP finalize waiting for the allreduce; data-wait = "
-            "median time a step waited for its batch (0 for in-memory batches).", ""]
     for n, p in allred.items():
         out += allreduce_section(n, p) + [""]
     for title, name, last in [("Data loader (`perf/loader_bench.sh`)", "loader.jsonl", LOADER_RUN_LINES),
-                              ("Checkpoint write vs dd (`perf/ckpt_write_bench.sh`)", "ckpt_write_bench.jsonl", 1)]:
+                              ("Checkpoint write vs dd (`perf/ckpt_write_bench.sh`)", "ckpt_write_bench.jsonl", None)]:
         if os.path.exists(os.path.join(res, name)):
             out += generic_jsonl_section(title, os.path.join(res, name), last) + [""]
     for p in sorted(glob.glob(os.path.join(res, "ckpt_bench*.md")))[-1:]:

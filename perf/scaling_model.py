@@ -16,8 +16,9 @@ and the bucket sizes with `build/perf/ddp_bench --mode ddp` at 1 rank (its JSON 
 backward_s; the bucket plan is printed by `hpctrain train`).
 
 --from-scaling takes a perf/scaling.sh CSV: compute, backward and buckets come from its 1-rank
-weak row, and the link of THIS machine is fitted to a perf/allreduce_sweep.sh CSV (least squares
-of our allreduce time against bytes: t = 2(n-1)alpha + 2(n-1)/n * S/B). It writes
+weak row, and the link of THIS machine is fitted to a perf/allreduce_sweep.sh CSV (least squares,
+on relative error, of our allreduce time against bytes: t = 2(n-1)alpha + 2(n-1)/n * S/B; the
+fit is at the sweep's rank count and is used for every N). It writes
 <csv>-model.csv (measured against predicted efficiency per row; strong rows assume compute and
 backward shrink as 1/N) and <csv>-model.md (that table plus the 8/64/512-GPU table).
 The model only charges communication: a measured efficiency below the prediction is time the
@@ -50,9 +51,13 @@ def fit_link(allreduce_csv):
     n = int(rows[0]["world_size"])
     xs = [float(r["bytes"]) for r in rows]
     ys = [float(r["time_us"]) * 1e-6 for r in rows]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    icpt = my - slope * mx
+    # Least squares on RELATIVE error (weights 1/t^2): small messages fix alpha, large ones B,
+    # instead of the largest sizes dominating both.
+    w = [1 / y**2 for y in ys]
+    sw, sx, sy = sum(w), sum(wi * x for wi, x in zip(w, xs)), sum(wi * y for wi, y in zip(w, ys))
+    sxx, sxy = sum(wi * x * x for wi, x in zip(w, xs)), sum(wi * x * y for wi, x, y in zip(w, xs, ys))
+    slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx)
+    icpt = (sy - slope * sx) / sw
     if n < 2 or slope <= 0:
         return None
     return n, 2 * (n - 1) / n / slope, max(icpt, 0.0) / (2 * (n - 1))

@@ -7,7 +7,7 @@
 #   b. the same run (srun launcher) signalled mid-training with `scancel --signal=USR1 --batch`:
 #      it checkpoints, rank 0 requeues the job, the job restarts, resumes from that checkpoint
 #      and finishes; its final parameters equal run a's bitwise.
-#   c. slurm/scaling.sbatch sweeps 1 and 2 ranks inside one allocation and writes the CSV, with
+#   c. slurm/scaling.sbatch sweeps 1 and 2 ranks (weak and strong) inside one allocation and writes the CSV, with
 #      efficiency = throughput(2) / (2 * throughput(1)).
 # Skips (exit 0, "SKIPPED: ...") when Slurm/munge are missing and cannot be installed.
 source "$(dirname "$0")/lib.sh"
@@ -129,14 +129,21 @@ t0=$SECONDS
 HPCTRAIN_DDP_BENCH="$(dirname "$BIN")/perf/ddp_bench" HPCTRAIN_RANKS="1 2" HPCTRAIN_STEPS=5 \
   HPCTRAIN_SCALING_OUT="$WORK/scaling.csv" timeout 300 sbatch --wait "${SB[@]}" --output="$WORK/c.log" \
   "$SRC/slurm/scaling.sbatch" >/dev/null || { cat "$WORK/c.log"; fail "scaling.sbatch failed"; }
-/usr/bin/python3 - "$WORK/scaling.csv" <<'PY' || { cat "$WORK/scaling.csv"; fail "scaling CSV"; }
+eff=$(/usr/bin/python3 - "$WORK/scaling.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-assert [r["ranks"] for r in rows] == ["1", "2"], rows
-t1, t2 = float(rows[0]["samples_per_s"]), float(rows[1]["samples_per_s"])
-assert t1 > 0 and t2 > 0, rows
-assert rows[0]["efficiency"] == "1.0000", rows[0]
-assert abs(float(rows[1]["efficiency"]) - t2 / (2 * t1)) < 1e-3, (rows[1], t2 / (2 * t1))
+assert [(r["mode"], r["ranks"]) for r in rows] == [("weak", "1"), ("weak", "2"), ("strong", "1"), ("strong", "2")], rows
+tp = {(r["mode"], r["ranks"]): float(r["samples_per_s"]) for r in rows}
+assert all(t > 0 for t in tp.values()), rows
+assert rows[0]["efficiency"] == rows[2]["efficiency"] == "1.0000", rows
+# weak: batch 64 on every rank; strong: global 128 = 2 x 64, split over the ranks
+assert [int(r["batch_per_rank"]) for r in rows] == [64, 64, 128, 64], rows
+for m, row in (("weak", rows[1]), ("strong", rows[3])):
+    want = tp[(m, "2")] / (2 * tp[(m, "1")])
+    assert abs(float(row["efficiency"]) - want) < 1e-3, (row, want)
+    assert abs(float(row["speedup"]) - 2 * want) < 2e-3, (row, 2 * want)
+print(rows[1]["efficiency"], rows[3]["efficiency"])
 PY
-ok "c. scaling.sbatch: CSV with ranks 1,2 and efficiency(2) = tp(2)/(2 tp(1)) = $(tail -1 "$WORK/scaling.csv" | cut -d, -f6), in $((SECONDS - t0)) s"
+) || { cat "$WORK/scaling.csv"; fail "scaling CSV"; }
+ok "c. scaling.sbatch: CSV with weak and strong rows at ranks 1,2; efficiency(2) = tp(2)/(2 tp(1)) = $eff (weak, strong), in $((SECONDS - t0)) s"
 echo "test_slurm: total $((SECONDS - t_start)) s"
