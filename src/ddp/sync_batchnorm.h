@@ -5,8 +5,9 @@
 // - Options, parameter and buffer names and shapes are those of torch::nn::BatchNorm{1,2,3}d
 //   (weight, bias, running_mean, running_var, num_batches_tracked), so a checkpoint of a model
 //   with SyncBatchNorm loads into the same model with BatchNorm and back.
-// - Training: ONE allreduce per forward (local per-channel sum, sum of squares and count, in
-//   fp64) and ONE per backward (sum of dy and of dy*xhat, fp64). The input is normalized by the
+// - Training: ONE allgather per forward (every rank's local per-channel mean, biased variance
+//   and count, combined in fp64 with Chan's formula) and ONE allreduce per backward (sum of dy
+//   and of dy*xhat). Every pass over the activation is an ATen fused batch-norm kernel. The input is normalized by the
 //   global mean and biased variance; running_var gets the unbiased global variance with torch's
 //   momentum rule (momentum = nullopt: cumulative average). Weight and bias gradients are the
 //   LOCAL sums (DDP averages them over ranks); the input gradient uses the globally SUMMED

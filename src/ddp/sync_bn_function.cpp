@@ -1,6 +1,7 @@
-// SyncBatchNorm's autograd Function. Sums are taken in fp64 with ordinary tensor ops (there is
-// no CPU kernel for at::batch_norm_stats), so the variance E[x^2] - E[x]^2 keeps fp32 accuracy
-// for |mean| / std up to ~1e5; elementwise work runs in the input's dtype (fp32 for half/bf16).
+// SyncBatchNorm's autograd Function: ATen's fused batch-norm kernels for every pass over the
+// activation (there is no CPU kernel for at::batch_norm_stats, but batch_norm_update_stats and
+// the eval-mode kernels exist on every device), fp64 only for the per-channel combination
+// across ranks. Elementwise work runs in the input's dtype (fp32 for half/bf16).
 #include "ddp/sync_bn_function.h"
 
 #include <ATen/ATen.h>
@@ -17,13 +18,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::Variable;
 using torch::autograd::variable_list;
-
-// The dims every statistic reduces over: all but the channel dim 1.
-std::vector<int64_t> reduce_dims(int64_t dim) {
-  std::vector<int64_t> dims{0};
-  for (int64_t d = 2; d < dim; ++d) dims.push_back(d);
-  return dims;
-}
 
 // [C] -> [1, C, 1, ...] so it broadcasts against an input of rank `dim`.
 at::Tensor per_channel(const at::Tensor& t, int64_t dim) {
@@ -42,93 +36,140 @@ Communicator* comm_from(const c10::IValue& v) {
   return reinterpret_cast<Communicator*>(static_cast<intptr_t>(v.toInt()));
 }
 
+// Statistics of the global batch from every rank's local (count, mean, biased var) row, with
+// Chan et al.'s pairwise formula in fp64: var = sum n_r (v_r + (m_r - M)^2) / N, which does not
+// cancel the way E[x^2] - E[x]^2 does when |mean| >> std. Every rank combines the same rows in
+// the same order, so all ranks get bitwise-identical statistics.
+struct GlobalStats {
+  at::Tensor mean, var;  // [C] fp64
+  int64_t count = 0;
+  int64_t bad_ranks = 0, first_bad = -1;
+};
+
+// Row layout: [mean(C), var(C), count, bad].
+GlobalStats combine(const std::vector<at::Tensor>& rows, int64_t C) {
+  GlobalStats g;
+  g.mean = at::zeros({C}, rows[0].options());
+  g.var = at::zeros({C}, rows[0].options());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const double* h = rows[r].data_ptr<double>();
+    if (h[2 * C + 1] > 0) {
+      if (g.first_bad < 0) g.first_bad = static_cast<int64_t>(r);
+      ++g.bad_ranks;
+    }
+    const auto n = static_cast<int64_t>(h[2 * C]);
+    g.count += n;
+    if (n > 0) g.mean.add_(rows[r].narrow(0, 0, C), static_cast<double>(n));
+  }
+  if (g.count == 0) return g;
+  g.mean.div_(static_cast<double>(g.count));
+  for (const auto& row : rows) {
+    const double n = row.data_ptr<double>()[2 * C];
+    if (n > 0) g.var.add_(row.narrow(0, C, C) + (row.narrow(0, 0, C) - g.mean).square(), n);
+  }
+  g.var.div_(static_cast<double>(g.count));
+  return g;
+}
+
 class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunction> {
  public:
+  // Every pass over the activation is one of ATen's fused, vectorized CPU/CUDA kernels: local
+  // statistics (batch_norm_update_stats), the normalization (batch_norm in eval mode with the
+  // global statistics), and in backward the per-channel sums (native_batch_norm_backward in
+  // eval mode) plus two in-place multiply-adds.
   static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight,
                           const Variable& bias, double eps, int64_t C, Communicator* comm,
                           std::string tag, SyncBnStats* stats, bool x_ok, std::string why) {
-    auto f64 = x.options().dtype(at::kDouble);
-    // Layout: [sum(C), sumsq(C), count, ranks with bad input, sum of their ranks].
-    at::Tensor buf = at::zeros({2 * C + 3}, f64);
-    if (x_ok) {
-      at::Tensor xd = x.to(at::kDouble);
-      auto dims = reduce_dims(x.dim());
-      buf.narrow(0, 0, C).copy_(xd.sum(dims));
-      buf.narrow(0, C, C).copy_((xd * xd).sum(dims));
-      buf[2 * C].fill_(static_cast<double>(x.numel() / C));
-    } else {
-      buf[2 * C + 1].fill_(1.0);
-      buf[2 * C + 2].fill_(static_cast<double>(comm->rank()));
+    auto ct = compute_type(x);
+    at::Tensor xc = x_ok ? x.to(ct) : x;
+    at::Tensor row = at::zeros({2 * C + 2}, x.options().dtype(at::kDouble));
+    if (x_ok && xc.numel() > 0) {
+      auto [m, v] = at::batch_norm_update_stats(xc, {}, {}, 0.0);
+      row.narrow(0, 0, C).copy_(m);
+      row.narrow(0, C, C).copy_(v);
+      row[2 * C].fill_(static_cast<double>(x.numel() / C));
+    } else if (!x_ok) {
+      row[2 * C + 1].fill_(1.0);
     }
-    comm->allreduce(buf, ReduceOp::kSum, tag)->wait();
+    std::vector<at::Tensor> rows;
+    comm->allgather(row, &rows, tag)->wait();
+    for (auto& r : rows) r = r.cpu().contiguous();
+    GlobalStats g = combine(rows, C);
 
-    at::Tensor host = buf.narrow(0, 2 * C, 3).cpu();
-    auto* h = host.data_ptr<double>();
-    if (h[1] > 0) {
+    if (g.bad_ranks > 0) {
       std::ostringstream os;
       os << tag << ": ";
       if (!x_ok) os << "rank " << comm->rank() << ": " << why;
-      else if (h[1] == 1) os << "rank " << static_cast<int64_t>(h[2]) << " gave an invalid input";
-      else os << static_cast<int64_t>(h[1]) << " ranks gave invalid inputs";
+      else if (g.bad_ranks == 1) os << "rank " << g.first_bad << " gave an invalid input";
+      else os << g.bad_ranks << " ranks gave invalid inputs";
       throw Error(os.str());
     }
-    const auto count = static_cast<int64_t>(h[0]);
-    if (count < 2)
+    if (g.count < 2)
       throw Error(tag + ": expected more than 1 value per channel over all ranks in training, got " +
-                  std::to_string(count) + " (input shape on rank " +
+                  std::to_string(g.count) + " (input shape on rank " +
                   std::to_string(comm->rank()) + ": " + c10::str(x.sizes()) + ")");
 
-    at::Tensor mean = buf.narrow(0, 0, C) / static_cast<double>(count);
-    at::Tensor var = (buf.narrow(0, C, C) / static_cast<double>(count) - mean * mean).clamp_min(0);
+    at::Tensor mean = g.mean.to(x.device()), var = g.var.to(x.device());
     at::Tensor invstd = (var + eps).rsqrt();
-    if (stats) *stats = SyncBnStats{mean, var, count};
+    if (stats) *stats = SyncBnStats{mean, var, g.count};
 
-    ctx->save_for_backward({x, weight, mean, invstd});
-    ctx->saved_data["count"] = count;
+    ctx->save_for_backward({x, weight, mean, invstd, var});
+    ctx->saved_data["count"] = g.count;
+    ctx->saved_data["eps"] = eps;
     ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(comm));
     ctx->saved_data["tag"] = tag;
 
-    auto ct = compute_type(x);
-    int64_t d = x.dim();
-    at::Tensor scale = invstd, shift = -mean * invstd;  // xhat = x * scale + shift
-    if (weight.defined()) {
-      scale = scale * weight.to(at::kDouble);
-      shift = shift * weight.to(at::kDouble) + bias.to(at::kDouble);
-    }
-    at::Tensor out = x.to(ct) * per_channel(scale.to(ct), d) + per_channel(shift.to(ct), d);
+    at::Tensor out = at::batch_norm(xc, weight.to(ct), bias.to(ct), mean.to(ct), var.to(ct),
+                                    /*training=*/false, 0.0, eps, /*cudnn_enabled=*/true);
     return out.to(x.scalar_type());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
-    const at::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3];
+    const at::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3],
+                     &var = saved[4];
     const auto count = ctx->saved_data["count"].toInt();
+    const double eps = ctx->saved_data["eps"].toDouble();
     Communicator* comm = comm_from(ctx->saved_data["comm"]);
     const std::string tag = ctx->saved_data["tag"].toStringRef();
     const int64_t C = mean.numel(), d = x.dim();
+    auto ct = compute_type(x);
 
     // An unused output gets an undefined gradient; it still must join the collective.
-    at::Tensor g = grad_out[0].defined() ? grad_out[0] : at::zeros_like(x);
-    auto dims = reduce_dims(d);
-    at::Tensor xhat = (x.to(at::kDouble) - per_channel(mean, d)) * per_channel(invstd, d);
-    at::Tensor gd = g.to(at::kDouble);
-    at::Tensor sums = at::cat({gd.sum(dims), (gd * xhat).sum(dims)});  // [sum_dy, sum_dy_xhat]
+    at::Tensor xc = x.to(ct);
+    at::Tensor g = grad_out[0].defined() ? grad_out[0].to(ct) : at::zeros_like(xc);
+    at::Tensor sum_dy_xhat, sum_dy;
+    if (x.numel() > 0) {
+      // Eval mode normalizes with the given (global) statistics: grad_weight = sum dy * xhat,
+      // grad_bias = sum dy, both local.
+      auto r = at::native_batch_norm_backward(g, xc, weight.to(ct), mean.to(ct), var.to(ct), {}, {},
+                                              /*train=*/false, eps, {false, true, true});
+      sum_dy_xhat = std::get<1>(r).to(at::kDouble);
+      sum_dy = std::get<2>(r).to(at::kDouble);
+    } else {
+      sum_dy_xhat = at::zeros({C}, mean.options());
+      sum_dy = at::zeros({C}, mean.options());
+    }
 
     variable_list grads(10);
     if (weight.defined()) {
-      if (ctx->needs_input_grad(1)) grads[1] = sums.narrow(0, C, C).to(weight.scalar_type());
-      if (ctx->needs_input_grad(2)) grads[2] = sums.narrow(0, 0, C).to(weight.scalar_type());
+      if (ctx->needs_input_grad(1)) grads[1] = sum_dy_xhat.to(weight.scalar_type());
+      if (ctx->needs_input_grad(2)) grads[2] = sum_dy.to(weight.scalar_type());
     }
     if (ctx->needs_input_grad(0)) {
       // Summed (not averaged) over ranks and divided by the global count: see the header.
-      at::Tensor global = sums.clone();
+      at::Tensor global = at::cat({sum_dy, sum_dy_xhat});
       comm->allreduce(global, ReduceOp::kSum, tag + ".backward")->wait();
       global.div_(static_cast<double>(count));
-      at::Tensor scale = weight.defined() ? invstd * weight.to(at::kDouble) : invstd;
-      auto ct = compute_type(x);
-      at::Tensor gi = (g.to(ct) - per_channel(global.narrow(0, 0, C).to(ct), d) -
-                       xhat.to(ct) * per_channel(global.narrow(0, C, C).to(ct), d)) *
-                      per_channel(scale.to(ct), d);
+      const at::Tensor mean_dy = global.narrow(0, 0, C), mean_dy_xhat = global.narrow(0, C, C);
+      // dx = (dy - mean_dy - xhat * mean_dy_xhat) * w * invstd
+      //    = dy * a + (x - mean) * b + c, with per-channel a, b, c (fp64, then the compute type).
+      at::Tensor a = weight.defined() ? invstd * weight.to(at::kDouble) : invstd;
+      at::Tensor b = -a * invstd * mean_dy_xhat;
+      at::Tensor c = -a * mean_dy;
+      at::Tensor gi = at::sub(xc, per_channel(mean.to(ct), d));
+      gi.mul_(per_channel(b.to(ct), d)).add_(per_channel(c.to(ct), d));
+      gi.addcmul_(g, per_channel(a.to(ct), d));
       grads[0] = gi.to(x.scalar_type());
     }
     return grads;

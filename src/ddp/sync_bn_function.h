@@ -17,8 +17,9 @@ struct SyncBnStats {
   int64_t count = 0;   // global number of values per channel (sum over ranks of N * spatial)
 };
 
-// Training-mode batch norm over the global batch. Joins one allreduce (tag `tag`) in forward
-// and one (tag `tag + ".backward"`) in backward when the input needs a gradient. `weight` and
+// Training-mode batch norm over the global batch. Joins one allgather of every rank's
+// per-channel (count, mean, variance) (tag `tag`) in forward and one allreduce of the
+// per-channel gradient sums (tag `tag + ".backward"`) in backward when the input needs a gradient. `weight` and
 // `bias` may be undefined (affine = false). `x_ok` false means this rank's input is invalid
 // (`why` says how): the rank still joins the collective, then every rank throws
 // hpctrain::Error naming it. Throws hpctrain::Error on every rank when the global count is

@@ -1,5 +1,5 @@
 // A fake Communicator for single-process tests: it acts as `k` ranks that all hold this rank's
-// data (allreduce-sum multiplies by k) and records every tag, so the collective path of
+// data (allreduce-sum multiplies by k, allgather returns k copies) and records every tag, so the collective path of
 // SyncBatchNorm can be checked against BatchNorm on k copies of the batch.
 #pragma once
 
@@ -30,7 +30,8 @@ class MirrorComm final : public Communicator {
     return std::make_shared<Done>();
   }
   WorkHandle broadcast(at::Tensor, int, std::string) override { return std::make_shared<Done>(); }
-  WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string) override {
+  WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag) override {
+    tags.push_back(tag);
     out->assign(k_, t.clone());
     return std::make_shared<Done>();
   }
