@@ -1,5 +1,6 @@
 // CheckpointWriter in a world of one: async save + check_errors, sync mode, injected write
-// errors surfacing at the next step boundary (never lost), finish() waiting for the last write.
+// errors surfacing at the next step boundary (never lost), finish() waiting for the last write,
+// per-checkpoint stats (stall, write time, bytes).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,6 +43,60 @@ TEST(Writer, SyncModeCommitsBeforeReturning) {
   EXPECT_FALSE(fs::exists(d.path + "/step-00000001"));
   EXPECT_TRUE(fs::exists(d.path + "/step-00000002/manifest.json"));
   w.finish();
+}
+
+int64_t payload_bytes(const CheckpointState& s) {
+  int64_t n = 0;
+  for (auto& [name, t] : s.tensors) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+TEST(Writer, StatsPerCommittedCheckpoint) {
+  TempDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  w.save(10, sample_state(1));
+  w.save(20, sample_state(2));  // retires step 10 (waits for it)
+  std::vector<CheckpointStats> first = w.take_completed();
+  w.finish();
+  std::vector<CheckpointStats> rest = w.take_completed();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_TRUE(w.take_completed().empty());  // taken once
+  EXPECT_EQ(first[0].step, 10);
+  EXPECT_EQ(rest[0].step, 20);
+  for (const auto& c : {first[0], rest[0]}) {
+    EXPECT_EQ(c.bytes, payload_bytes(sample_state(1)));
+    EXPECT_TRUE(c.async);
+    EXPECT_GT(c.write_s, 0);  // at least the fsyncs
+    EXPECT_GE(c.stall_s, 0);
+  }
+  ckpt::Manifest m = ckpt::read_manifest(d.path + "/step-00000020");
+  int64_t manifest_bytes = 0;
+  for (auto& e : m.tensors) manifest_bytes += e.nbytes;
+  EXPECT_EQ(rest[0].bytes, manifest_bytes);
+
+  // Synchronous: the caller waits for the whole write, so the stall covers it.
+  CheckpointOptions o{d.path + "/sync"};
+  o.async = false;
+  CheckpointWriter s(o, cpu_comm());
+  s.save(5, sample_state(3));
+  std::vector<CheckpointStats> sync = s.take_completed();
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_FALSE(sync[0].async);
+  EXPECT_GT(sync[0].write_s, 0);
+  EXPECT_GE(sync[0].stall_s, sync[0].write_s);
+  s.finish();
+  EXPECT_TRUE(s.take_completed().empty());
+}
+
+TEST(Writer, FailedWriteHasNoStats) {
+  TempDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  setenv("HPCTRAIN_CKPT_FAULT", "before_manifest", 1);
+  w.save(2, sample_state(2));
+  EXPECT_THROW(w.finish(), CollectiveError);
+  unsetenv("HPCTRAIN_CKPT_FAULT");
+  EXPECT_TRUE(w.take_completed().empty());
 }
 
 TEST(Writer, InjectedFaultRaisesAtNextBoundaryAndLeavesPreviousCheckpoint) {
