@@ -120,6 +120,9 @@ class CheckpointWriter {
   std::unique_ptr<Job> job_;
   std::thread thread_;
   std::vector<CheckpointStats> completed_;
+  // Host buffers of the last committed async snapshot, recycled by the next save() (host
+  // memory of one snapshot stays allocated between checkpoints).
+  std::vector<std::pair<std::string, at::Tensor>> spare_;
 };
 
 // Resume decision. mode: "none" -> nullopt; "auto" -> the newest complete checkpoint under

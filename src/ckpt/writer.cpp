@@ -95,7 +95,7 @@ void CheckpointWriter::run_job(Job& job) {
     if (rank == 0) ckpt::fill_checksums(job.manifest, job.host);
     ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0,
                        opts_.all_writers ? n : 1, opts_.compress);
-    job.host.clear();  // free host memory as soon as the bytes are on disk
+    if (!opts_.async) job.host.clear();  // sync: aliases of live tensors, nothing to recycle
     if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep);
   } catch (const std::exception& e) {
     job.error = e.what();
@@ -141,6 +141,7 @@ void CheckpointWriter::agree(bool wait_all) {
 void CheckpointWriter::retire_job() {
   wait_local();
   completed_.push_back(job_->stats);
+  spare_ = std::move(job_->host);  // the next snapshot copies into these (no fresh pages)
   job_.reset();
 }
 
@@ -173,7 +174,7 @@ void CheckpointWriter::save(int64_t step, CheckpointState state) {
     try {
       // A synchronous save returns only after the write, so nothing mutates CPU tensors
       // meanwhile: no copy then (it would only add to the stall).
-      job->host = ckpt::snapshot_to_host(state.tensors, /*copy_cpu=*/opts_.async);
+      job->host = ckpt::snapshot_to_host(state.tensors, /*copy_cpu=*/opts_.async, &spare_);
     } catch (const std::exception& e) {
       err = e.what();
     }

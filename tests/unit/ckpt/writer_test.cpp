@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "ckpt/reader.h"
+#include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
 #include "unit/ckpt/ckpt_test_util.h"
@@ -87,6 +88,24 @@ TEST(Writer, StatsPerCommittedCheckpoint) {
   EXPECT_GE(sync[0].stall_s, sync[0].write_s);
   s.finish();
   EXPECT_TRUE(s.take_completed().empty());
+}
+
+TEST(Snapshot, RecyclesMatchingBuffersAndCopiesCurrentValues) {
+  CheckpointState a = sample_state(1), b = sample_state(2);
+  ckpt::NamedTensors first = ckpt::snapshot_to_host(a.tensors);
+  std::vector<const void*> ptrs;
+  for (auto& [n, t] : first) ptrs.push_back(t.data_ptr());
+  b.tensors[1].second = values({9}, at::kFloat, 2);  // features.0.bias: another shape
+  ckpt::NamedTensors second = ckpt::snapshot_to_host(b.tensors, true, &first);
+  EXPECT_TRUE(first.empty());
+  ASSERT_EQ(second.size(), b.tensors.size());
+  for (size_t i = 0; i < second.size(); ++i) {
+    EXPECT_TRUE(at::equal(second[i].second, b.tensors[i].second)) << second[i].first;
+    if (second[i].second.numel() == 0) continue;  // state/empty has no data pointer
+    EXPECT_NE(second[i].second.data_ptr(), b.tensors[i].second.data_ptr()) << "a copy, not an alias";
+    if (i == 1) EXPECT_NE(second[i].second.data_ptr(), ptrs[i]) << "shape changed: fresh buffer";
+    else EXPECT_EQ(second[i].second.data_ptr(), ptrs[i]) << second[i].first;
+  }
 }
 
 TEST(Writer, FailedWriteHasNoStats) {
