@@ -16,8 +16,11 @@
 // Trainer contract:
 // - CheckpointWriter is collective: construct it, call save()/check_errors()/finish() on all
 //   ranks at the same step boundaries, from the thread that issues the trainer's collectives.
-// - save() copies the tensors to host at call time (pinned memory for CUDA tensors), so the
-//   caller may update them right after. It returns before the files are written (async).
+// - save() copies the tensors to host at call time (pinned memory for CUDA tensors; into the
+//   previous snapshot's buffers when they fit), so the caller may update them right after. It
+//   returns before the files are written (async). With async=false it writes from the CPU
+//   tensors themselves (no copy) and returns once the checkpoint is committed.
+// - take_completed() after check_errors()/finish(): stall, write time and bytes per checkpoint.
 // - check_errors() at every step boundary: a write error of any rank is thrown on every rank as
 //   CollectiveError ("checkpoint step-00000400: rank 0: ..."), never lost.
 // - finish() before exit: waits for the last write and raises its error on every rank.
