@@ -144,12 +144,11 @@ def render(a):
         out += scaling_section(model, p) + [""]
     for n, p in allred.items():
         out += allreduce_section(n, p) + [""]
-    for title, name, last in [("Data loader (`perf/loader_bench.sh`)", "loader.jsonl", LOADER_RUN_LINES),
-                              ("Checkpoint write vs dd (`perf/ckpt_write_bench.sh`)", "ckpt_write_bench.jsonl", None)]:
+    for title, name, last in [("Data loader (`perf/loader_bench.sh`)", "loader.jsonl", LOADER_RUN_LINES)]:
         if os.path.exists(os.path.join(res, name)):
             out += generic_jsonl_section(title, os.path.join(res, name), last) + [""]
-    for p in sorted(glob.glob(os.path.join(res, "ckpt_bench*.md")))[-1:]:
-        out += [f"### Checkpoint benchmark ([raw]({rel(p)}))", "", open(p).read().strip(), ""]
+    for p in sorted(glob.glob(os.path.join(res, "ckpt-*.md")))[-1:]:
+        out += [f"### Checkpoints (`perf/ckpt_bench.py`) ([raw]({rel(p)}))", "", open(p).read().strip(), ""]
     fm = os.path.join(res, "fmnist-cnn-5ep.jsonl")
     if os.path.exists(fm):
         summ = [l["summary"] for l in jsonl(fm) if l.get("type") == "summary"]

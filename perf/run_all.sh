@@ -6,7 +6,7 @@
 #      them (-model.{csv,md}) and the plots (.png, with the model's prediction drawn in)
 #   3. perf/run_perf.py                    (DDP/SyncBN/watchdog overheads, vs PyTorch DDP)
 #   4. perf/loader_bench.sh                -> results/loader.jsonl
-#   5. checkpoint bench: perf/ckpt_bench.sh when present, else perf/ckpt_write_bench.sh
+#   5. perf/ckpt_bench.py                  (write vs dd, async stall vs sync save) -> results/ckpt-<date>.{jsonl,md}
 #   6. perf/report.py probe + render       -> results/machine.json, perf/README.md
 #   perf/run_all.sh [--quick]     (--quick: fewer steps/sizes/rounds, ranks "1 2"; for a smoke run)
 # Environment: HPCTRAIN_SCALING_RANKS (default "1 2 4"; --quick "1 2"), HPCTRAIN_SCALING_STEPS
@@ -24,9 +24,9 @@ stamp=$(date +%Y%m%d-%H%M%S)
 mkdir -p "$R"
 export OMP_NUM_THREADS=1
 if [ -n "$quick" ]; then
-  ranks=${HPCTRAIN_SCALING_RANKS:-1 2} steps=${HPCTRAIN_SCALING_STEPS:-10} ar_max=$((16 << 20)) ar_iters=10 ckpt_mb=256
+  ranks=${HPCTRAIN_SCALING_RANKS:-1 2} steps=${HPCTRAIN_SCALING_STEPS:-10} ar_max=$((16 << 20)) ar_iters=10
 else
-  ranks=${HPCTRAIN_SCALING_RANKS:-1 2 4} steps=${HPCTRAIN_SCALING_STEPS:-30} ar_max=$((256 << 20)) ar_iters=20 ckpt_mb=1024
+  ranks=${HPCTRAIN_SCALING_RANKS:-1 2 4} steps=${HPCTRAIN_SCALING_STEPS:-30} ar_max=$((256 << 20)) ar_iters=20
 fi
 step() { echo; echo "=== run_all: $* ($(date +%H:%M:%S))"; }
 
@@ -58,13 +58,8 @@ $PY perf/run_perf.py $quick
 step "4/6 loader bench"
 bash perf/loader_bench.sh "$DATA"
 
-if [ -f perf/ckpt_bench.sh ]; then
-  step "5/6 checkpoint bench (perf/ckpt_bench.sh $quick)"
-  bash perf/ckpt_bench.sh $quick
-else
-  step "5/6 checkpoint write bench, $ckpt_mb MiB"
-  bash perf/ckpt_write_bench.sh "$ckpt_mb" | tee -a "$R/ckpt_write_bench.jsonl"
-fi
+step "5/6 checkpoint bench (perf/ckpt_bench.py $quick)"
+$PY perf/ckpt_bench.py $quick
 
 step "6/6 machine description and perf/README.md"
 $PY perf/report.py probe

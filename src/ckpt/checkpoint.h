@@ -16,8 +16,11 @@
 // Trainer contract:
 // - CheckpointWriter is collective: construct it, call save()/check_errors()/finish() on all
 //   ranks at the same step boundaries, from the thread that issues the trainer's collectives.
-// - save() copies the tensors to host at call time (pinned memory for CUDA tensors), so the
-//   caller may update them right after. It returns before the files are written (async).
+// - save() copies the tensors to host at call time (pinned memory for CUDA tensors; into the
+//   previous snapshot's buffers when they fit), so the caller may update them right after. It
+//   returns before the files are written (async). With async=false it writes from the CPU
+//   tensors themselves (no copy) and returns once the checkpoint is committed.
+// - take_completed() after check_errors()/finish(): stall, write time and bytes per checkpoint.
 // - check_errors() at every step boundary: a write error of any rank is thrown on every rank as
 //   CollectiveError ("checkpoint step-00000400: rank 0: ..."), never lost.
 // - finish() before exit: waits for the last write and raises its error on every rank.
@@ -57,6 +60,21 @@ struct CheckpointState {
   nlohmann::json meta = nlohmann::json::object();
 };
 
+// What one checkpoint cost, as this rank saw it (rank 0 writes in every mode, so its numbers
+// are the ones to report).
+struct CheckpointStats {
+  int64_t step = 0;
+  // Time save() held the caller: waiting for the previous write (at most one in flight), the
+  // manifest plan, the host snapshot and the error agreement; with async=false also the whole
+  // write. This is what the training loop loses to the checkpoint.
+  double stall_s = 0;
+  // The write itself, in the background with async=true: checksums, shard files + fsync, and
+  // the commit (manifest, renames, latest, prune). 0 on ranks that write nothing.
+  double write_s = 0;
+  int64_t bytes = 0;  // sum of the manifest's tensor sizes (the checkpoint's payload)
+  bool async = true;
+};
+
 struct CheckpointOptions {
   std::string dir;
   int64_t shard_mb = 512;   // shard size cap; a tensor larger than the cap gets its own shard
@@ -89,16 +107,25 @@ class CheckpointWriter {
 
   const CheckpointOptions& options() const { return opts_; }
 
+  // Local (no collective): the stats of the checkpoints committed since the last call, oldest
+  // first. A checkpoint whose write failed has none (its error is raised instead).
+  std::vector<CheckpointStats> take_completed();
+
  private:
   struct Job;
   void wait_local();
   void agree(bool wait_all);
   void run_job(Job& job);
+  void retire_job();
 
   CheckpointOptions opts_;
   Communicator& comm_;
   std::unique_ptr<Job> job_;
   std::thread thread_;
+  std::vector<CheckpointStats> completed_;
+  // Host buffers of the last committed async snapshot, recycled by the next save() (host
+  // memory of one snapshot stays allocated between checkpoints).
+  std::vector<std::pair<std::string, at::Tensor>> spare_;
 };
 
 // Resume decision. mode: "none" -> nullopt; "auto" -> the newest complete checkpoint under
@@ -108,11 +135,11 @@ class CheckpointWriter {
 // Reads files only (no collective); all ranks get the same answer from the same files.
 std::optional<std::string> find_resume(const std::string& dir, const std::string& mode);
 
-// Reads and verifies a step directory (or a merged .h5 from `ckpt merge`) and maps every tensor
-// to `device`. Throws hpctrain::Error naming the file and tensor on any failure.
+// Reads and verifies a step directory (or a merged .h5 or .pt from `ckpt merge`; those carry no
+// checksums) and maps every tensor to `device`. Throws hpctrain::Error naming the file and tensor on any failure.
 CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 
-// Loads the `model/` tensors of a checkpoint (step dir or merged .h5) into `model`'s parameters
+// Loads the `model/` tensors of a checkpoint (step dir, merged .h5 or .pt) into `model`'s parameters
 // and buffers (matched by plain dotted name). A mismatch throws hpctrain::Error listing missing
 // keys, unexpected keys and shape mismatches ("fc.weight: saved [10,256] vs model [10,128]").
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);

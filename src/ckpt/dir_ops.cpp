@@ -37,8 +37,7 @@ void rename_durable(const std::string& from, const std::string& to) {
   fsync_path(parent_of(to));
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
+void write_file_synced(const std::string& tmp, const std::string& content) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
   size_t off = 0;
@@ -54,7 +53,11 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   int rc = ::fsync(fd);
   ::close(fd);
   if (rc != 0) throw Error("fsync " + tmp + " failed");
-  rename_durable(tmp, path);
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  write_file_synced(path + ".tmp", content);
+  rename_durable(path + ".tmp", path);
 }
 
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir) {

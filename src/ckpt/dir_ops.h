@@ -12,6 +12,8 @@
 namespace hpctrain::ckpt {
 
 void fsync_path(const std::string& path);  // a file or a directory; throws naming it
+// Writes `content` to `path` (created or truncated) and fsyncs the file (not its directory).
+void write_file_synced(const std::string& path, const std::string& content);
 // Writes `content` to `path` + ".tmp", fsyncs it, renames it over `path`, fsyncs the directory.
 void write_file_atomic(const std::string& path, const std::string& content);
 // rename(from, to) + fsync of the parent directory.

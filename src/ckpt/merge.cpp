@@ -1,27 +1,17 @@
 #include "ckpt/merge.h"
 
 #include <ATen/ATen.h>
-#include <torch/serialize/output-archive.h>
 
 #include <cstdio>
-#include <map>
-#include <memory>
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_tensor.h"
+#include "ckpt/pt_archive.h"
 #include "ckpt/reader.h"
 #include "runtime/check.h"
 
 namespace hpctrain::ckpt {
 namespace {
-
-bool is_buffer_name(const std::string& name) {
-  for (const char* suffix : {"running_mean", "running_var", "num_batches_tracked"}) {
-    std::string s = suffix;
-    if (name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
-  }
-  return false;
-}
 
 at::Tensor cast_for_deploy(const at::Tensor& t, const std::string& dtype) {
   if (dtype.empty() || !at::isFloatingType(t.scalar_type())) return t;
@@ -30,33 +20,12 @@ at::Tensor cast_for_deploy(const at::Tensor& t, const std::string& dtype) {
   throw Error("ckpt merge: --dtype must be fp16 or bf16, got " + dtype);
 }
 
-// One archive per module path: "features.0" -> nested archives features / 0.
-struct ArchiveTree {
-  torch::serialize::OutputArchive archive;
-  std::map<std::string, std::unique_ptr<ArchiveTree>> children;
-  void attach() {  // writes children bottom-up into their parents
-    for (auto& [name, child] : children) {
-      child->attach();
-      archive.write(name, child->archive);
-    }
-  }
-};
-
-void write_pt(const std::string& out, const Manifest& m, const std::vector<std::pair<std::string, at::Tensor>>& model) {
-  ArchiveTree root;
-  for (const auto& [name, t] : model) {
-    ArchiveTree* node = &root;
-    size_t start = 0, dot;
-    while ((dot = name.find('.', start)) != std::string::npos) {
-      auto& child = node->children[name.substr(start, dot - start)];
-      if (!child) child = std::make_unique<ArchiveTree>();
-      node = child.get();
-      start = dot + 1;
-    }
-    node->archive.write(name.substr(start), t, is_buffer_name(name));
-  }
-  root.attach();
-  root.archive.save_to(out);
+// What a merged file stores as its metadata: the manifest less its tensor and shard tables.
+nlohmann::json merged_meta(const Manifest& m) {
+  nlohmann::json meta = m.to_json();
+  meta.erase("tensors");
+  meta.erase("shards");
+  return meta;
 }
 
 }  // namespace
@@ -74,14 +43,11 @@ void merge_checkpoint(const std::string& path, const std::string& out, const Mer
   });
   std::string tmp = out + ".tmp";
   if (opts.format == "pt") {
-    write_pt(tmp, m, tensors);
+    write_pt(tmp, merged_meta(m), tensors);
   } else {
     H5Id file = create_h5(tmp);
     for (const auto& [name, t] : tensors) write_tensor(file, name, t, false);
-    nlohmann::json meta = m.to_json();
-    meta.erase("tensors");
-    meta.erase("shards");
-    std::string s = meta.dump();
+    std::string s = merged_meta(m).dump();
     H5Id str(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(str, s.size());
     H5Id space(H5Screate(H5S_SCALAR), H5Sclose);

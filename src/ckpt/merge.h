@@ -16,7 +16,9 @@ struct MergeOptions {
 //   (model/features.0.weight), optim/ and state/ with `full`; root attribute "hpctrain_meta"
 //   holds the manifest JSON without the tensor list. Same dtype encoding as the shards.
 // - pt: a LibTorch archive of the model tensors, nested by the dotted names (features -> 0 ->
-//   weight), so torch::load(module, out) fills a module of the same structure on CPU.
+//   weight), so torch::load(module, out) fills a module of the same structure on CPU; its root
+//   string attribute "hpctrain_meta" holds the same metadata as the h5's, so read_checkpoint
+//   and `hpctrain eval` accept the .pt directly (see pt_archive.h).
 // Written to out + ".tmp" and renamed, so `out` is never half written.
 void merge_checkpoint(const std::string& path, const std::string& out, const MergeOptions& opts);
 

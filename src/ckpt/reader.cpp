@@ -10,6 +10,7 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_tensor.h"
+#include "ckpt/pt_archive.h"
 #include "runtime/check.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +35,17 @@ std::string resolve_checkpoint_path(const std::string& path) {
 
 bool is_merged_file(const std::string& path) {
   return fs::is_regular_file(path) && fs::path(path).extension() == ".h5";
+}
+
+bool is_pt_file(const std::string& path) {
+  return fs::is_regular_file(path) && fs::path(path).extension() == ".pt";
+}
+
+nlohmann::json meta_from_merged(const nlohmann::json& stored) {
+  nlohmann::json meta = stored.contains("meta") ? stored["meta"] : nlohmann::json::object();
+  for (const char* k : {"step", "world_size", "versions"})
+    if (stored.contains(k)) meta[k] = stored[k];
+  return meta;
 }
 
 Manifest verify_checkpoint(const std::string& step_dir,
@@ -91,10 +103,7 @@ CheckpointState read_merged(const std::string& path) {
     s.resize(std::strlen(s.c_str()));
     nlohmann::json j = nlohmann::json::parse(s, nullptr, false);
     if (j.is_discarded()) throw Error(path + ": attribute hpctrain_meta is not JSON");
-    // The attribute holds the manifest (less its tensor table); present it like a step dir's.
-    st.meta = j.contains("meta") ? j["meta"] : nlohmann::json::object();
-    for (const char* k : {"step", "world_size", "versions"})
-      if (j.contains(k)) st.meta[k] = j[k];
+    st.meta = meta_from_merged(j);
   }
   return st;
 }
@@ -107,6 +116,8 @@ CheckpointState read_checkpoint(const std::string& path, c10::Device device) {
   CheckpointState st;
   if (ckpt::is_merged_file(path)) {
     st = ckpt::read_merged(path);
+  } else if (ckpt::is_pt_file(path)) {
+    st = ckpt::read_pt(path);
   } else {
     ckpt::Manifest m = ckpt::verify_checkpoint(
         ckpt::resolve_checkpoint_path(path),

@@ -18,9 +18,12 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 // Contiguous host copies (pinned memory for CUDA tensors) that the caller may not mutate.
 // With copy_cpu=false, contiguous CPU tensors are used as they are (for synchronous writes,
-// where nothing mutates them meanwhile). Throws hpctrain::Error on a bad name (empty, no
-// group/ prefix, duplicate) or dtype.
-NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu = true);
+// where nothing mutates them meanwhile). `reuse` (may be null): the buffers of an earlier
+// snapshot that nobody reads any more; an entry with the same name, dtype, shape (and pinning)
+// is copied into instead of allocating, which saves the page faults of fresh memory on every
+// checkpoint (most of the training loop's stall); `reuse` is left empty. Throws
+// hpctrain::Error on a bad name (empty, no group/ prefix, duplicate) or dtype.
+NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu = true, NamedTensors* reuse = nullptr);
 
 // Manifest with shard assignment, dtypes, shapes; checksums still empty.
 Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_size, int64_t shard_mb);

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -26,9 +27,14 @@ struct CheckpointWriter::Job {
   bool committed = false;           // all_writers: set on rank 0 by the main thread
   std::atomic<bool> done{false};
   std::string error;                // set by the thread before `done`
+  CheckpointStats stats;            // write_s is set by the thread before `done`
 };
 
 namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // Collective: if any rank has a non-empty `local_error`, throws CollectiveError on every rank
 // with every failing rank's message. `pending` is summed and returned otherwise.
@@ -82,17 +88,19 @@ void CheckpointWriter::wait_local() {
 }
 
 void CheckpointWriter::run_job(Job& job) {
+  auto t0 = std::chrono::steady_clock::now();
   try {
     int rank = comm_.rank(), n = comm_.size();
     std::string tmp = ckpt::tmp_dir_for(opts_.dir, job.manifest.step);
     if (rank == 0) ckpt::fill_checksums(job.manifest, job.host);
     ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0,
                        opts_.all_writers ? n : 1, opts_.compress);
-    job.host.clear();  // free host memory as soon as the bytes are on disk
+    if (!opts_.async) job.host.clear();  // sync: aliases of live tensors, nothing to recycle
     if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep);
   } catch (const std::exception& e) {
     job.error = e.what();
   }
+  job.stats.write_s = seconds_since(t0);
   job.done.store(true, std::memory_order_release);
 }
 
@@ -114,8 +122,10 @@ void CheckpointWriter::agree(bool wait_all) {
     if (need_commit && all_pending == 0) {
       // Every rank's shards are fsynced: rank 0 publishes the checkpoint.
       if (comm_.rank() == 0) {
+        auto t0 = std::chrono::steady_clock::now();
         try {
           ckpt::commit(opts_.dir, job_->manifest, opts_.keep);
+          job_->stats.write_s += seconds_since(t0);  // the commit is part of the write
         } catch (const std::exception& e) {
           job_->error = e.what();
         }
@@ -125,13 +135,24 @@ void CheckpointWriter::agree(bool wait_all) {
     }
     if (!wait_all || all_pending == 0) break;
   }
-  if (job_ && job_->done && job_->error.empty() && (!opts_.all_writers || job_->committed)) {
-    wait_local();
-    job_.reset();
-  }
+  if (job_ && job_->done && job_->error.empty() && (!opts_.all_writers || job_->committed)) retire_job();
+}
+
+void CheckpointWriter::retire_job() {
+  wait_local();
+  completed_.push_back(job_->stats);
+  spare_ = std::move(job_->host);  // the next snapshot copies into these (no fresh pages)
+  job_.reset();
+}
+
+std::vector<CheckpointStats> CheckpointWriter::take_completed() {
+  std::vector<CheckpointStats> out;
+  out.swap(completed_);
+  return out;
 }
 
 void CheckpointWriter::save(int64_t step, CheckpointState state) {
+  auto t0 = std::chrono::steady_clock::now();
   agree(true);  // at most one write in flight; its errors surface here on every rank
   // Name and dtype checks run on every rank so that a bad state fails identically everywhere.
   std::string err;
@@ -146,21 +167,32 @@ void CheckpointWriter::save(int64_t step, CheckpointState state) {
   job->manifest = std::move(manifest);
   job->writes = opts_.all_writers || rank == 0;
   job->commits_in_thread = !opts_.all_writers && rank == 0;
+  job->stats.step = step;
+  job->stats.async = opts_.async;
+  for (const auto& e : job->manifest.tensors) job->stats.bytes += e.nbytes;
   if (err.empty() && job->writes) {
     try {
-      job->host = ckpt::snapshot_to_host(state.tensors);
+      // A synchronous save returns only after the write, so nothing mutates CPU tensors
+      // meanwhile: no copy then (it would only add to the stall).
+      job->host = ckpt::snapshot_to_host(state.tensors, /*copy_cpu=*/opts_.async, &spare_);
     } catch (const std::exception& e) {
       err = e.what();
     }
   }
   agree_on(comm_, err, 0, "checkpoint " + ckpt::step_dir_name(step) + " snapshot");
   job_ = std::move(job);
+  // The stall is known before the thread can finish (async) and before it is retired (sync):
+  // set it now, and for a sync save add the wait below to the record it retires into.
+  job_->stats.stall_s = seconds_since(t0);
   if (job_->writes) {
     thread_ = std::thread([this, j = job_.get()] { run_job(*j); });
   } else {
     job_->done = true;
   }
-  if (!opts_.async) agree(true);
+  if (!opts_.async) {
+    agree(true);
+    if (!completed_.empty() && completed_.back().step == step) completed_.back().stall_s = seconds_since(t0);
+  }
 }
 
 void CheckpointWriter::check_errors() { agree(false); }

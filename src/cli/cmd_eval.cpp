@@ -1,5 +1,5 @@
 // `hpctrain eval --ckpt PATH --data DIR [--device D]`: evaluates a checkpoint (a step directory,
-// a checkpoint root, or a merged .h5; saved from any device) on any world size. The model is
+// a checkpoint root, or a merged .h5 or .pt; saved from any device) on any world size. The model is
 // rebuilt from the checkpoint's own metadata; the last stdout line of rank 0 is one JSON object.
 #include <chrono>
 #include <cstdio>
@@ -54,7 +54,7 @@ int eval(World& w, const EvalArgs& a) {
                             " but " + a.data + "/test.h5 has " + shape_string(loader->info().sample_shape));
     model = make_model(st.meta["model"].get<std::string>(), shape, classes);
     model->to(device);
-    load_model_tensors(st, *model);
+    load_model_state(st, *model, "checkpoint " + a.ckpt);
   });
   Loader& test = *loader;
   EvalResult r = evaluate(*model, [&](const at::Tensor& x) { return model->forward(x); }, test, comm);
@@ -73,7 +73,7 @@ int eval(World& w, const EvalArgs& a) {
 void add(CLI::App& root, Action& chosen) {
   auto* cmd = root.add_subcommand("eval", "evaluate a checkpoint on the test set");
   auto a = std::make_shared<EvalArgs>();
-  cmd->add_option("--ckpt", a->ckpt, "checkpoint step dir, checkpoint root or merged .h5")->required();
+  cmd->add_option("--ckpt", a->ckpt, "checkpoint step dir, checkpoint root, or merged .h5 / .pt")->required();
   cmd->add_option("--data", a->data, "directory with test.h5")->required();
   cmd->add_option("--device", a->device, "auto|cpu|cuda|cuda:N")->capture_default_str();
   cmd->add_option("--batch-size", a->batch_size, "per-rank batch")->capture_default_str()->check(CLI::PositiveNumber);

@@ -5,7 +5,10 @@
 //   lines when stdout is not a terminal (Slurm logs), one updating line when it is.
 // - The metrics file (JSON lines) starts with {"type":"config",...} holding the effective
 //   configuration, then one {"type":"train",...} per log interval and one {"type":"eval",...}
-//   per evaluation. Lines are flushed as written.
+//   per evaluation, one {"type":"checkpoint","step","stall_ms","write_ms","bytes","async",
+//   "final"} per committed checkpoint (stall: time the training loop was blocked by it; write:
+//   the write itself, in the background when async; final: the save at the end of the run or
+//   at preemption), and {"type":"summary",...} at the end. Lines are flushed as written.
 #pragma once
 
 #include <cstdio>

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 
 #include "ckpt/checkpoint.h"
 #include "comm/router.h"
@@ -47,6 +48,7 @@ struct Trainer::State {
   std::unique_ptr<Reporter> rep;
   std::unique_ptr<CheckpointWriter> writer;
   std::optional<SamplerPosition> resume_pos;
+  std::map<int64_t, double> capture_s;  // checkpoint step -> time to gather its state (stall)
   StepStats stats;
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
   int64_t step = 0, start_epoch = 0;
@@ -65,6 +67,7 @@ struct Trainer::State {
   void log_interval(int64_t epoch);
   void resume();
   void save_checkpoint(int64_t epoch, bool sync);
+  void report_checkpoints(int64_t final_step = -1);
   bool preemption_agreed();
   EvalResult run_eval(int64_t epoch);
 };
@@ -182,6 +185,7 @@ void Trainer::State::resume() {
 void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
   if (!writer) return;
   TraceSpan span("checkpoint", "ckpt");
+  auto t0 = std::chrono::steady_clock::now();
   TrainProgress p;
   p.step = step;
   p.epoch = epoch;
@@ -194,8 +198,22 @@ void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
                          {"sample_shape", info.sample_shape},
                          {"num_classes", info.num_classes},
                          {"hpctrain_version", HPCTRAIN_VERSION}};
-  writer->save(step, capture_train_state(*model, *opt, p, meta));
+  CheckpointState st = capture_train_state(*model, *opt, p, meta);
+  capture_s[step] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  writer->save(step, std::move(st));
   if (sync) writer->finish();
+}
+
+// One metrics record per committed checkpoint (rank 0's numbers; every rank drains its list).
+// The stall adds the state capture to what the writer measured in save().
+void Trainer::State::report_checkpoints(int64_t final_step) {
+  for (const CheckpointStats& c : writer->take_completed()) {
+    double stall = c.stall_s + capture_s[c.step];
+    capture_s.erase(c.step);
+    rep->metrics({{"type", "checkpoint"}, {"step", c.step}, {"stall_ms", stall * 1e3},
+                  {"write_ms", c.write_s * 1e3}, {"bytes", c.bytes}, {"async", c.async},
+                  {"final", c.step == final_step}});
+  }
 }
 
 // The signal handler only set a flag; here the ranks agree on it, so a rank that got no signal
@@ -314,7 +332,10 @@ nlohmann::json Trainer::run() {
       ++s.step;
       s.stats.set_data_wait(s.train->data_wait_seconds());
       if (s.step % s.cfg.log_every == 0 || s.step == s.total_steps) s.log_interval(epoch);
-      if (s.writer) s.writer->check_errors();
+      if (s.writer) {
+        s.writer->check_errors();
+        s.report_checkpoints();
+      }
       if (s.preemption_agreed()) {
         preempted = true;
         break;
@@ -330,6 +351,7 @@ nlohmann::json Trainer::run() {
     s.rep->message("hpctrain train: preemption signal received (" + std::to_string(preemption_signal()) +
                    " on rank 0); checkpointing at step " + std::to_string(s.step));
     s.save_checkpoint(epoch, /*sync=*/true);
+    s.report_checkpoints(s.step);
     if (const char* job = std::getenv("SLURM_JOB_ID"); job && s.world.rank() == 0 &&
         !std::getenv("HPCTRAIN_NO_REQUEUE")) {
       std::string cmd = std::string("scontrol requeue ") + job;
@@ -342,6 +364,7 @@ nlohmann::json Trainer::run() {
   if (s.writer) {
     s.save_checkpoint(std::max<int64_t>(epoch - 1, 0), /*sync=*/false);
     s.writer->finish();
+    s.report_checkpoints(s.step);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json summary = {{"world_size", s.world.size()},

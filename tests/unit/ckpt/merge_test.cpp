@@ -1,5 +1,6 @@
 // ckpt merge (h5 read back by Debian's h5py, pt read back by torch::load into a nested module),
-// load_model (round trip and mismatch report), inspect.
+// load_model (round trip and mismatch report from step dir, .h5 and .pt), the .pt's metadata
+// and its errors, inspect.
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -10,6 +11,8 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "ckpt/merge.h"
@@ -146,7 +149,8 @@ TEST(LoadModel, FromStepDirAndMergedFile) {
   CheckpointState s = state_of(src);
   ckpt::write_checkpoint_sync({d.path}, 3, s);
   ckpt::merge_checkpoint(d.path, d.path + "/m.h5", {});
-  for (std::string path : {d.path, d.path + "/step-00000003", d.path + "/m.h5"}) {
+  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {.format = "pt"});
+  for (std::string path : {d.path, d.path + "/step-00000003", d.path + "/m.h5", d.path + "/m.pt"}) {
     Net dst;
     load_model(path, *dst, c10::kCPU);
     EXPECT_TRUE(at::equal(dst->fc->weight, find(s, "model/fc.weight"))) << path;
@@ -166,16 +170,79 @@ TEST(LoadModel, MismatchListsMissingUnexpectedAndShapes) {
       break;
     }
   ckpt::write_checkpoint_sync({d.path}, 3, s);
-  Net other(5);  // fc: [4,5] instead of [4,6]
+  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {.format = "pt"});
+  for (std::string path : {d.path, d.path + "/m.pt"}) {  // the same report from every format
+    Net other(5);  // fc: [4,5] instead of [4,6]
+    std::string err;
+    try {
+      load_model(path, *other, c10::kCPU);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("checkpoint " + path + " does not match the model"), std::string::npos) << err;
+    EXPECT_NE(err.find("missing keys [features.0.bias]"), std::string::npos) << err;
+    EXPECT_NE(err.find("unexpected keys [head.weight]"), std::string::npos) << err;
+    EXPECT_NE(err.find("fc.weight: saved [4,6] vs model [4,5]"), std::string::npos) << err;
+  }
+}
+
+TEST(Merge, PtCarriesMetadataAndReadsLikeTheStepDir) {
+  TempDir d;
+  Net src;
+  CheckpointState s = state_of(src);
+  s.meta["model"] = "cnn";
+  s.meta["sample_shape"] = {1, 28, 28};
+  s.meta["num_classes"] = 10;
+  ckpt::write_checkpoint_sync({d.path}, 9, s, 2);
+  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {.format = "pt"});
+  CheckpointState dir = read_checkpoint(d.path, c10::kCPU);
+  CheckpointState pt = read_checkpoint(d.path + "/m.pt", c10::kCPU);
+  for (const char* k : {"model", "sample_shape", "num_classes", "epoch", "step", "world_size", "versions"})
+    EXPECT_EQ(pt.meta[k], dir.meta[k]) << k;
+  EXPECT_EQ(pt.meta["step"], 9);
+  EXPECT_EQ(pt.meta["world_size"], 2);
+  size_t model_tensors = 0;
+  for (auto& [name, t] : dir.tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    at::Tensor got = find(pt, name);
+    ASSERT_TRUE(got.defined()) << name;
+    EXPECT_EQ(got.scalar_type(), t.scalar_type()) << name;
+    EXPECT_TRUE(at::equal(got, t)) << name;
+    ++model_tensors;
+  }
+  EXPECT_EQ(model_tensors, 9u);
+  EXPECT_EQ(pt.tensors.size(), model_tensors);  // model/ only, nothing from optim/ or state/
+}
+
+TEST(Merge, BadPtFileIsOneLineErrorNamingIt) {
+  TempDir d;
+  Net src;
+  ckpt::write_checkpoint_sync({d.path}, 3, state_of(src));
+  std::string good = d.path + "/m.pt";
+  ckpt::merge_checkpoint(d.path, good, {.format = "pt"});
+  auto size = std::filesystem::file_size(good);
+  std::filesystem::copy_file(good, d.path + "/cut.pt");
+  std::filesystem::resize_file(d.path + "/cut.pt", size / 2);
+  std::ofstream(d.path + "/text.pt") << "not an archive\n";
+  for (std::string bad : {d.path + "/cut.pt", d.path + "/text.pt"}) {
+    std::string err;
+    try {
+      read_checkpoint(bad, c10::kCPU);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    EXPECT_EQ(err.rfind(bad + " is not a readable LibTorch archive", 0), 0u) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+  // A LibTorch archive, but not one from `ckpt merge`: eval could not rebuild the model.
+  torch::save(src, d.path + "/plain.pt");
   std::string err;
   try {
-    load_model(d.path, *other, c10::kCPU);
+    read_checkpoint(d.path + "/plain.pt", c10::kCPU);
   } catch (const Error& e) {
     err = e.what();
   }
-  EXPECT_NE(err.find("missing keys [features.0.bias]"), std::string::npos) << err;
-  EXPECT_NE(err.find("unexpected keys [head.weight]"), std::string::npos) << err;
-  EXPECT_NE(err.find("fc.weight: saved [4,6] vs model [4,5]"), std::string::npos) << err;
+  EXPECT_NE(err.find("plain.pt has no hpctrain_meta attribute"), std::string::npos) << err;
 }
 
 TEST(Inspect, ShowsStepEpochConfigAndTensorTable) {

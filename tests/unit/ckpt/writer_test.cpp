@@ -1,11 +1,13 @@
 // CheckpointWriter in a world of one: async save + check_errors, sync mode, injected write
-// errors surfacing at the next step boundary (never lost), finish() waiting for the last write.
+// errors surfacing at the next step boundary (never lost), finish() waiting for the last write,
+// per-checkpoint stats (stall, write time, bytes).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "ckpt/reader.h"
+#include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
 #include "unit/ckpt/ckpt_test_util.h"
@@ -42,6 +44,78 @@ TEST(Writer, SyncModeCommitsBeforeReturning) {
   EXPECT_FALSE(fs::exists(d.path + "/step-00000001"));
   EXPECT_TRUE(fs::exists(d.path + "/step-00000002/manifest.json"));
   w.finish();
+}
+
+int64_t payload_bytes(const CheckpointState& s) {
+  int64_t n = 0;
+  for (auto& [name, t] : s.tensors) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+TEST(Writer, StatsPerCommittedCheckpoint) {
+  TempDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  w.save(10, sample_state(1));
+  w.save(20, sample_state(2));  // retires step 10 (waits for it)
+  std::vector<CheckpointStats> first = w.take_completed();
+  w.finish();
+  std::vector<CheckpointStats> rest = w.take_completed();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_TRUE(w.take_completed().empty());  // taken once
+  EXPECT_EQ(first[0].step, 10);
+  EXPECT_EQ(rest[0].step, 20);
+  for (const auto& c : {first[0], rest[0]}) {
+    EXPECT_EQ(c.bytes, payload_bytes(sample_state(1)));
+    EXPECT_TRUE(c.async);
+    EXPECT_GT(c.write_s, 0);  // at least the fsyncs
+    EXPECT_GE(c.stall_s, 0);
+  }
+  ckpt::Manifest m = ckpt::read_manifest(d.path + "/step-00000020");
+  int64_t manifest_bytes = 0;
+  for (auto& e : m.tensors) manifest_bytes += e.nbytes;
+  EXPECT_EQ(rest[0].bytes, manifest_bytes);
+
+  // Synchronous: the caller waits for the whole write, so the stall covers it.
+  CheckpointOptions o{d.path + "/sync"};
+  o.async = false;
+  CheckpointWriter s(o, cpu_comm());
+  s.save(5, sample_state(3));
+  std::vector<CheckpointStats> sync = s.take_completed();
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_FALSE(sync[0].async);
+  EXPECT_GT(sync[0].write_s, 0);
+  EXPECT_GE(sync[0].stall_s, sync[0].write_s);
+  s.finish();
+  EXPECT_TRUE(s.take_completed().empty());
+}
+
+TEST(Snapshot, RecyclesMatchingBuffersAndCopiesCurrentValues) {
+  CheckpointState a = sample_state(1), b = sample_state(2);
+  ckpt::NamedTensors first = ckpt::snapshot_to_host(a.tensors);
+  std::vector<const void*> ptrs;
+  for (auto& [n, t] : first) ptrs.push_back(t.data_ptr());
+  b.tensors[1].second = values({9}, at::kFloat, 2);  // features.0.bias: another shape
+  ckpt::NamedTensors second = ckpt::snapshot_to_host(b.tensors, true, &first);
+  EXPECT_TRUE(first.empty());
+  ASSERT_EQ(second.size(), b.tensors.size());
+  for (size_t i = 0; i < second.size(); ++i) {
+    EXPECT_TRUE(at::equal(second[i].second, b.tensors[i].second)) << second[i].first;
+    if (second[i].second.numel() == 0) continue;  // state/empty has no data pointer
+    EXPECT_NE(second[i].second.data_ptr(), b.tensors[i].second.data_ptr()) << "a copy, not an alias";
+    if (i == 1) EXPECT_NE(second[i].second.data_ptr(), ptrs[i]) << "shape changed: fresh buffer";
+    else EXPECT_EQ(second[i].second.data_ptr(), ptrs[i]) << second[i].first;
+  }
+}
+
+TEST(Writer, FailedWriteHasNoStats) {
+  TempDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  setenv("HPCTRAIN_CKPT_FAULT", "before_manifest", 1);
+  w.save(2, sample_state(2));
+  EXPECT_THROW(w.finish(), CollectiveError);
+  unsetenv("HPCTRAIN_CKPT_FAULT");
+  EXPECT_TRUE(w.take_completed().empty());
 }
 
 TEST(Writer, InjectedFaultRaisesAtNextBoundaryAndLeavesPreviousCheckpoint) {

@@ -1,0 +1,106 @@
+#include "ckpt/pt_archive.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <map>
+#include <memory>
+
+#include "ckpt/reader.h"
+#include "runtime/check.h"
+
+namespace hpctrain::ckpt {
+namespace {
+
+constexpr const char* kMetaKey = "hpctrain_meta";
+
+bool is_buffer_name(const std::string& name) {
+  for (const char* suffix : {"running_mean", "running_var", "num_batches_tracked"}) {
+    std::string s = suffix;
+    if (name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+
+// One archive per module path: "features.0" -> nested archives features / 0.
+struct ArchiveTree {
+  torch::serialize::OutputArchive archive;
+  std::map<std::string, std::unique_ptr<ArchiveTree>> children;
+  void attach() {  // writes children bottom-up into their parents
+    for (auto& [name, child] : children) {
+      child->attach();
+      archive.write(name, child->archive);
+    }
+  }
+};
+
+// Depth-first: every tensor under `prefix`; sub-archives are the module's children. Other
+// attributes (TorchScript's "training" flag, the root's meta string) are not tensors: skipped.
+void collect(torch::serialize::InputArchive& in, const std::string& prefix, CheckpointState& st) {
+  for (const std::string& key : in.keys()) {
+    c10::IValue v;
+    in.read(key, v);
+    if (v.isTensor()) {
+      st.tensors.emplace_back("model/" + prefix + key, v.toTensor());
+    } else if (v.isObject()) {
+      torch::serialize::InputArchive child;
+      in.read(key, child);
+      collect(child, prefix + key + ".", st);
+    }
+  }
+}
+
+// LibTorch's errors carry a backtrace, source lines and advice paragraphs: keep the first
+// sentence of the first line ("PytorchStreamReader failed reading zip archive: not a ZIP archive").
+std::string first_line(const c10::Error& e) {
+  std::string s = e.what_without_backtrace();
+  s = s.substr(0, s.find('\n'));
+  return s.substr(0, s.find(". "));
+}
+
+}  // namespace
+
+void write_pt(const std::string& path, const nlohmann::json& meta, const NamedTensors& model) {
+  ArchiveTree root;
+  for (const auto& [name, t] : model) {
+    ArchiveTree* node = &root;
+    size_t start = 0, dot;
+    while ((dot = name.find('.', start)) != std::string::npos) {
+      auto& child = node->children[name.substr(start, dot - start)];
+      if (!child) child = std::make_unique<ArchiveTree>();
+      node = child.get();
+      start = dot + 1;
+    }
+    node->archive.write(name.substr(start), t, is_buffer_name(name));
+  }
+  root.attach();
+  root.archive.write(kMetaKey, c10::IValue(meta.dump()));
+  try {
+    root.archive.save_to(path);
+  } catch (const c10::Error& e) {
+    throw Error("cannot write " + path + ": " + first_line(e));
+  }
+}
+
+CheckpointState read_pt(const std::string& path) {
+  CheckpointState st;
+  nlohmann::json stored;
+  try {
+    torch::serialize::InputArchive in;
+    in.load_from(path, c10::Device(c10::kCPU));
+    collect(in, "", st);
+    c10::IValue meta;
+    if (!in.try_read(kMetaKey, meta) || !meta.isString())
+      throw Error(path + " has no " + kMetaKey + " attribute (not written by `hpctrain ckpt merge --format pt`)");
+    stored = nlohmann::json::parse(meta.toStringRef(), nullptr, false);
+    if (stored.is_discarded()) throw Error(path + ": attribute " + kMetaKey + " is not JSON");
+  } catch (const c10::Error& e) {
+    throw Error(path + " is not a readable LibTorch archive (truncated or another format?): " + first_line(e));
+  }
+  st.meta = meta_from_merged(stored);
+  return st;
+}
+
+}  // namespace hpctrain::ckpt
