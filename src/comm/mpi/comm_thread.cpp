@@ -1,7 +1,5 @@
 #include "comm/mpi/comm_thread.h"
 
-#include <sys/prctl.h>
-
 #include <optional>
 
 #include "runtime/trace.h"
@@ -57,9 +55,6 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
 }
 
 void CommThread::loop() {
-  // The MPI backend polls its requests with short sleeps (request_wait.h); the default 50 us
-  // timer slack would stretch every one of them.
-  prctl(PR_SET_TIMERSLACK, 5000UL);
   for (;;) {
     Job job;
     Hook on_start, on_end;

@@ -7,7 +7,6 @@
 
 #include "comm/desync.h"
 #include "comm/mpi/comm_thread.h"
-#include "comm/mpi/request_wait.h"
 #include "comm/watchdog.h"
 #include "runtime/check.h"
 
@@ -53,9 +52,7 @@ void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem
   auto* p = static_cast<char*>(data);
   for (int64_t off = 0; off < count; off += kChunk) {
     int n = static_cast<int>(std::min(kChunk, count - off));
-    MPI_Request req;
-    HPC_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p + off * elem, n, type, op, comm, &req));
-    wait_request(&req);
+    HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + off * elem, n, type, op, comm));
   }
 }
 
@@ -184,12 +181,9 @@ WorkHandle MpiCommunicator::broadcast(at::Tensor t, int root, std::string tag) {
   return impl_->thread.submit(make_op_info("broadcast", t, t.numel(), std::move(tag)), [t, root, comm]() {
     auto* p = static_cast<char*>(t.data_ptr());
     int64_t bytes = t.nbytes();
-    for (int64_t off = 0; off < bytes; off += kChunk) {
-      MPI_Request req;
-      HPC_MPI_CHECK(MPI_Ibcast(p + off, static_cast<int>(std::min(kChunk, bytes - off)), MPI_BYTE,
-                               root, comm, &req));
-      wait_request(&req);
-    }
+    for (int64_t off = 0; off < bytes; off += kChunk)
+      HPC_MPI_CHECK(MPI_Bcast(p + off, static_cast<int>(std::min(kChunk, bytes - off)), MPI_BYTE,
+                              root, comm));
   });
 }
 
@@ -202,9 +196,7 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
     // Exchange (rows, row elements) so ranks can check agreement and size the receive.
     int64_t row = t.size(0) == 0 ? -1 : t.numel() / t.size(0);
     std::vector<int64_t> mine = {t.size(0), row}, all(2 * world);
-    MPI_Request req;
-    HPC_MPI_CHECK(MPI_Iallgather(mine.data(), 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm, &req));
-    wait_request(&req);
+    HPC_MPI_CHECK(MPI_Allgather(mine.data(), 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm));
     int64_t local_row = 1;
     for (int64_t d = 1; d < t.dim(); ++d) local_row *= t.size(d);
     std::vector<int> counts(world), displs(world);
@@ -226,10 +218,9 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
     for (int r = 0; r < world; ++r) all_rows += all[2 * r];
     shape[0] = all_rows;
     at::Tensor recv = at::empty(shape, t.options());
-    HPC_MPI_CHECK(MPI_Iallgatherv(t.data_ptr(), static_cast<int>(t.nbytes()), MPI_BYTE,
-                                  recv.data_ptr(), counts.data(), displs.data(), MPI_BYTE, comm,
-                                  &req));
-    wait_request(&req);
+    HPC_MPI_CHECK(MPI_Allgatherv(t.data_ptr(), static_cast<int>(t.nbytes()),
+                                 MPI_BYTE, recv.data_ptr(), counts.data(), displs.data(), MPI_BYTE,
+                                 comm));
     out->clear();
     int64_t row0 = 0;
     for (int r = 0; r < world; ++r) {
@@ -241,11 +232,7 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
 
 WorkHandle MpiCommunicator::barrier(std::string tag) {
   MPI_Comm comm = impl_->comm;
-  return impl_->thread.submit(make_op_info("barrier", at::Tensor(), 0, std::move(tag)), [comm]() {
-    MPI_Request req;
-    HPC_MPI_CHECK(MPI_Ibarrier(comm, &req));
-    wait_request(&req);
-  });
+  return impl_->thread.submit(make_op_info("barrier", at::Tensor(), 0, std::move(tag)), [comm]() { HPC_MPI_CHECK(MPI_Barrier(comm)); });
 }
 
 }  // namespace hpctrain
