@@ -149,15 +149,20 @@ def render(a):
             out += generic_jsonl_section(title, os.path.join(res, name), last) + [""]
     for p in sorted(glob.glob(os.path.join(res, "ckpt-*.md")))[-1:]:
         out += [f"### Checkpoints (`perf/ckpt_bench.py`) ([raw]({rel(p)}))", "", open(p).read().strip(), ""]
-    fm = os.path.join(res, "fmnist-cnn-5ep.jsonl")
-    if os.path.exists(fm):
+    rows, links = [], []
+    for fm in sorted(glob.glob(os.path.join(res, "fmnist-*.jsonl"))):
         summ = [l["summary"] for l in jsonl(fm) if l.get("type") == "summary"]
-        if summ:
-            s = summ[-1]
-            out += [f"### Fashion-MNIST training ([metrics]({rel(fm)}))", "",
-                    md_table(["model", "ranks", "epochs", "test accuracy", "wall s", "samples/s", "data wait %", "comm blocked %"],
-                             [[s["model"], s["world_size"], s["epochs"], s["test_accuracy"], f"{s['wall_s']:.0f}",
-                               f"{s['samples_per_s']:.1f}", f"{s['data_wait_pct']:.2f}", f"{s['comm_blocked_pct']:.2f}"]]), ""]
+        if not summ:
+            continue
+        s, cfg = summ[-1], next((l["config"] for l in jsonl(fm) if "config" in l), {})
+        rows.append([s["model"], s["world_size"], s["epochs"], cfg.get("batch_size", "-"), cfg.get("augment", "-"),
+                     s["test_accuracy"], f"{s['wall_s']:.0f}", f"{s['samples_per_s']:.1f}",
+                     f"{s['data_wait_pct']:.2f}", f"{s['comm_blocked_pct']:.2f}"])
+        links.append(f"[{os.path.basename(fm)}]({rel(fm)})")
+    if rows:
+        out += [f"### Fashion-MNIST training (metrics: {', '.join(links)})", "",
+                md_table(["model", "ranks", "epochs", "batch/rank", "augment", "test accuracy", "wall s", "samples/s",
+                          "data wait %", "comm blocked %"], rows), ""]
     pngs = [p[:-4] + ".png" for p in list(scaling.values()) + list(allred.values())]
     pngs = [p for p in pngs if os.path.exists(p)]
     if pngs:
