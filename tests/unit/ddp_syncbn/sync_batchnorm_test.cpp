@@ -138,6 +138,23 @@ TEST(SyncBnFunction, GradientsMatchTorchInDouble) {
   EXPECT_LE(max_rel_diff(stats.var, (x - x.mean({0, 2}, true)).pow(2).mean({0, 2})), 1e-12);
 }
 
+// fp32 activations with |mean| >> std over 3 mirrored ranks: the per-rank statistics and the
+// cross-rank combine must not cancel (E[x^2] - E[x]^2 in fp32 would lose every digit here).
+TEST(SyncBnFunction, LargeMeanStatisticsStayAccurateAcrossRanks) {
+  at::manual_seed(5);
+  at::Tensor x = at::randn({8, 4, 6, 6}) + 1e4;
+  MirrorComm comm(3);
+  SyncBnStats stats;
+  at::Tensor y = sync_batch_norm_train(x, at::ones({4}), at::zeros({4}), 1e-5, 4, comm, "big", &stats);
+  at::Tensor xd = x.to(at::kDouble);
+  at::Tensor var = (xd - xd.mean({0, 2, 3}, true)).pow(2).mean({0, 2, 3});
+  EXPECT_EQ(stats.count, 3 * 8 * 36);
+  EXPECT_LE(max_rel_diff(stats.var, var), 1e-3);
+  EXPECT_LE(max_rel_diff(stats.mean, xd.mean({0, 2, 3})), 1e-6);
+  at::Tensor ref = (xd - xd.mean({0, 2, 3}, true)) / (var.view({1, 4, 1, 1}) + 1e-5).sqrt();
+  EXPECT_LE((y.to(at::kDouble) - ref).abs().max().item<double>(), 2e-3);
+}
+
 // Same names, shapes and order as BatchNorm; checkpoints load across both ways.
 TEST(SyncBnState, NamesShapesAndCheckpointsInterchangeWithBatchNorm) {
   for (bool affine : {true, false}) {
