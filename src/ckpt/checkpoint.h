@@ -22,7 +22,8 @@
 //   tensors themselves (no copy) and returns once the checkpoint is committed.
 // - take_completed() after check_errors()/finish(): stall, write time and bytes per checkpoint.
 // - check_errors() at every step boundary: a write error of any rank is thrown on every rank as
-//   CollectiveError ("checkpoint step-00000400: rank 0: ..."), never lost.
+//   CollectiveError ("checkpoint step-00000400: rank 0: ..."), never lost. It is one small
+//   allreduce while a checkpoint is in flight and free (no collective) otherwise.
 // - finish() before exit: waits for the last write and raises its error on every rank.
 // - With all_writers=false (default) only rank 0's tensors are written: pass the same state on
 //   every rank (other ranks' tensors are ignored and may be empty). With all_writers=true every

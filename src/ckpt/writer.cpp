@@ -105,10 +105,15 @@ void CheckpointWriter::run_job(Job& job) {
 }
 
 void CheckpointWriter::agree(bool wait_all) {
+  // Set when the last agreement saw every write done and nothing unagreed happened since. The
+  // job is retired on that agreed state only, so every rank holds a job over the same steps and
+  // check_errors can skip its collective when none is in flight.
+  bool agreed_clean = false;
   for (;;) {
     if (wait_all) wait_local();
-    std::string err = job_ && job_->done.load(std::memory_order_acquire) ? job_->error : "";
-    int64_t pending = job_ && job_->writes && !job_->done.load(std::memory_order_acquire) ? 1 : 0;
+    bool done = job_ && job_->done.load(std::memory_order_acquire);  // read once: err and
+    std::string err = done ? job_->error : "";                        // pending must agree
+    int64_t pending = job_ && job_->writes && !done ? 1 : 0;
     std::string context = job_ ? "checkpoint " + ckpt::step_dir_name(job_->manifest.step) : "checkpoint";
     int64_t all_pending;
     try {
@@ -118,6 +123,7 @@ void CheckpointWriter::agree(bool wait_all) {
       job_.reset();  // reported: don't raise it twice
       throw;
     }
+    agreed_clean = all_pending == 0;
     bool need_commit = job_ && opts_.all_writers && !job_->committed;
     if (need_commit && all_pending == 0) {
       // Every rank's shards are fsynced: rank 0 publishes the checkpoint.
@@ -131,11 +137,12 @@ void CheckpointWriter::agree(bool wait_all) {
         }
       }
       job_->committed = true;
-      if (wait_all) continue;  // agree on the commit's outcome now
+      agreed_clean = false;    // the commit's outcome is not agreed yet
+      if (wait_all) continue;  // agree on it now (otherwise at the next boundary)
     }
     if (!wait_all || all_pending == 0) break;
   }
-  if (job_ && job_->done && job_->error.empty() && (!opts_.all_writers || job_->committed)) retire_job();
+  if (job_ && agreed_clean && (!opts_.all_writers || job_->committed)) retire_job();
 }
 
 void CheckpointWriter::retire_job() {
@@ -195,7 +202,9 @@ void CheckpointWriter::save(int64_t step, CheckpointState state) {
   }
 }
 
-void CheckpointWriter::check_errors() { agree(false); }
+void CheckpointWriter::check_errors() {
+  if (job_) agree(false);  // job_ is held over the same steps on every rank (see agree)
+}
 
 void CheckpointWriter::finish() { agree(true); }
 

@@ -4,9 +4,12 @@
 #include <c10/util/Exception.h>
 #include <torch/nn/modules/batchnorm.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "ckpt/checkpoint.h"
 #include "comm/router.h"
@@ -69,6 +72,7 @@ struct Trainer::State {
   void save_checkpoint(int64_t epoch, bool sync);
   void report_checkpoints(int64_t final_step = -1);
   bool preemption_agreed();
+  std::vector<double> peak_memory_per_rank();
   EvalResult run_eval(int64_t epoch);
 };
 
@@ -216,6 +220,16 @@ void Trainer::State::report_checkpoints(int64_t final_step) {
   }
 }
 
+// Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.
+std::vector<double> Trainer::State::peak_memory_per_rank() {
+  at::Tensor mine = at::full({1}, peak_memory_mb(dev), at::kDouble);
+  std::vector<at::Tensor> parts{mine};
+  if (world.size() > 1) comm->allgather(mine, &parts, "summary.peak_mem")->wait();
+  std::vector<double> out;
+  for (const auto& t : parts) out.push_back(std::round(t.item<double>() * 10) / 10);
+  return out;
+}
+
 // The signal handler only set a flag; here the ranks agree on it, so a rank that got no signal
 // still takes part in the final checkpoint.
 bool Trainer::State::preemption_agreed() {
@@ -269,6 +283,10 @@ void Trainer::State::train_step(const Batch& b) {
 }
 
 EvalResult Trainer::State::run_eval(int64_t epoch) {
+  // The last training forward updated each rank's BN statistics from its own batch; evaluate
+  // every shard with rank 0's, the ones a checkpoint holds, so that `hpctrain eval` on it
+  // reproduces this result (no-op without broadcast buffers, i.e. with SyncBN or one rank).
+  ddp->prepare_forward();
   EvalResult r = evaluate(*model, forward_fn(), *test, *comm);
   rep->metrics({{"type", "eval"}, {"step", step}, {"epoch", epoch}, {"test_loss", r.loss},
                 {"test_accuracy", r.accuracy}, {"samples", r.samples}});
@@ -366,6 +384,7 @@ nlohmann::json Trainer::run() {
     s.writer->finish();
     s.report_checkpoints(s.step);
   }
+  std::vector<double> peaks = s.peak_memory_per_rank();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json summary = {{"world_size", s.world.size()},
                             {"device", s.dev.cuda ? "cuda" : "cpu"},
@@ -379,7 +398,8 @@ nlohmann::json Trainer::run() {
                             {"test_accuracy", last_eval.accuracy},
                             {"data_wait_pct", s.stats.overall_data_wait_pct()},
                             {"comm_blocked_pct", s.stats.overall_comm_wait_pct()},
-                            {"peak_mem_mb", peak_memory_mb(s.dev)},
+                            {"peak_mem_mb", *std::max_element(peaks.begin(), peaks.end())},
+                            {"peak_mem_mb_per_rank", peaks},
                             {"wall_s", wall}};
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());
   s.rep->metrics({{"type", "summary"}, {"summary", summary}});

@@ -14,6 +14,7 @@ common=(--model cnn --data "$D" --epochs 2 --batch-size 16 --lr 0.02 --seed 3 --
 run_np 2 train "${common[@]}" --ckpt-dir "$WORK/async" --metrics "$WORK/async.jsonl" >"$WORK/async.txt" 2>&1 ||
   { tail "$WORK/async.txt"; fail "async training run"; }
 acc=$(json_field "$WORK/async.txt" test_accuracy)
+loss=$(json_field "$WORK/async.txt" test_loss)
 steps=$(json_field "$WORK/async.txt" steps)
 [ "$steps" = 32 ] || fail "expected 32 steps, got $steps"
 
@@ -24,10 +25,15 @@ for ck in "$WORK/m.pt" "$WORK/m.h5" "$WORK/async/step-00000032"; do
     run_np "$np" eval --ckpt "$ck" --data "$D" --device cpu >"$WORK/eval.txt" 2>&1 || { cat "$WORK/eval.txt"; fail "eval $ck on $np rank(s)"; }
     got=$(json_field "$WORK/eval.txt" test_accuracy)
     [ "$got" = "$acc" ] || fail "eval of $(basename "$ck") on $np rank(s): accuracy $got != training's $acc"
+    # The loss too (1e-6 relative: only the order of the sums differs): training evaluates with
+    # rank 0's BN statistics on every rank, the ones the checkpoint holds.
+    got_loss=$(json_field "$WORK/eval.txt" test_loss)
+    /usr/bin/python3 -c "import sys; a, b = map(float, sys.argv[1:]); assert abs(a - b) <= 1e-6 * abs(b), (a, b)" "$got_loss" "$loss" ||
+      fail "eval of $(basename "$ck") on $np rank(s): loss $got_loss != training's $loss"
     [ "$(json_field "$WORK/eval.txt" step)" = 32 ] || fail "eval of $(basename "$ck") reports step $(json_field "$WORK/eval.txt" step)"
   done
 done
-ok "eval of the .pt, the .h5 and the step dir on 1 and 2 ranks: accuracy $acc == training's, exactly"
+ok "eval of the .pt, the .h5 and the step dir on 1 and 2 ranks: accuracy $acc == training's, exactly; loss $loss"
 
 head -c 2000 "$WORK/m.pt" >"$WORK/cut.pt"
 echo "not an archive" >"$WORK/text.pt"

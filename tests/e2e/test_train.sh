@@ -17,6 +17,8 @@ for k in ["world_size", "device", "steps", "epochs", "samples_per_s", "train_los
     assert k in s, f"summary lacks {k}: {s}"
 assert s["world_size"] == 2 and s["device"] == "cpu", s
 assert s["steps"] == 3 * (1024 // 64), s
+peaks = s["peak_mem_mb_per_rank"]  # every rank's peak, reported by rank 0
+assert len(peaks) == 2 and all(p > 10 for p in peaks) and s["peak_mem_mb"] == max(peaks), s
 recs = [json.loads(l) for l in open(w + "/m.jsonl")]
 assert recs[0]["type"] == "config" and recs[0]["config"]["batch_size"] == 32, recs[0]
 train = [r for r in recs if r["type"] == "train"]

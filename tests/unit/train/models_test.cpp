@@ -31,6 +31,7 @@ TEST(Models, MlpAndResnetShapes) {
   EXPECT_EQ(res->forward(at::randn({2, 3, 32, 32})).sizes(), (std::vector<int64_t>{2, 7}));
   EXPECT_TRUE(res->named_buffers().contains("features.1.bn1.running_var"));
   auto res28 = make_model("resnet", {1, 28, 28}, 10);
+  EXPECT_EQ(count_parameters(*res28), 690394);  // the count models.h states
   EXPECT_EQ(res28->forward(at::randn({2, 1, 28, 28})).sizes(), (std::vector<int64_t>{2, 10}));
 }
 
