@@ -155,13 +155,18 @@ def render(a):
         if not summ:
             continue
         s, cfg = summ[-1], next((l["config"] for l in jsonl(fm) if "config" in l), {})
-        rows.append([s["model"], s["world_size"], s["epochs"], cfg.get("batch_size", "-"), cfg.get("augment", "-"),
+        params = s.get("parameters")
+        log = fm[:-len(".jsonl")] + ".log"
+        if params is None and os.path.exists(log):  # runs from before the summary had the count
+            m = re.search(r"\((\d+) parameters\)", open(log).read())
+            params = int(m.group(1)) if m else None
+        rows.append([s["model"], f"{params:,}" if params else "-", s["world_size"], s["epochs"], cfg.get("batch_size", "-"), cfg.get("augment", "-"),
                      s["test_accuracy"], f"{s['wall_s']:.0f}", f"{s['samples_per_s']:.1f}",
                      f"{s['data_wait_pct']:.2f}", f"{s['comm_blocked_pct']:.2f}"])
         links.append(f"[{os.path.basename(fm)}]({rel(fm)})")
     if rows:
         out += [f"### Fashion-MNIST training (metrics: {', '.join(links)})", "",
-                md_table(["model", "ranks", "epochs", "batch/rank", "augment", "test accuracy", "wall s", "samples/s",
+                md_table(["model", "parameters", "ranks", "epochs", "batch/rank", "augment", "test accuracy", "wall s", "samples/s",
                           "data wait %", "comm blocked %"], rows), ""]
     pngs = [p[:-4] + ".png" for p in list(scaling.values()) + list(allred.values())]
     pngs = [p for p in pngs if os.path.exists(p)]

@@ -389,6 +389,7 @@ nlohmann::json Trainer::run() {
   nlohmann::json summary = {{"world_size", s.world.size()},
                             {"device", s.dev.cuda ? "cuda" : "cpu"},
                             {"model", s.cfg.model},
+                            {"parameters", count_parameters(*s.model)},
                             {"steps", s.step},
                             {"epochs", epoch},
                             {"global_batch", s.global_batch},

@@ -17,6 +17,7 @@ for k in ["world_size", "device", "steps", "epochs", "samples_per_s", "train_los
     assert k in s, f"summary lacks {k}: {s}"
 assert s["world_size"] == 2 and s["device"] == "cpu", s
 assert s["steps"] == 3 * (1024 // 64), s
+assert s["parameters"] == 144 * 512 + 512 + 512 * 256 + 256 + 256 * 4 + 4, s  # mlp on 1x12x12, 4 classes
 peaks = s["peak_mem_mb_per_rank"]  # every rank's peak, reported by rank 0
 assert len(peaks) == 2 and all(p > 10 for p in peaks) and s["peak_mem_mb"] == max(peaks), s
 recs = [json.loads(l) for l in open(w + "/m.jsonl")]
