@@ -31,50 +31,9 @@
 #include "train/step_stats.h"
 #include "train/trace_file.h"
 #include "train/train_state.h"
-#include "hpctrain_version.h"
+#include "train/trainer_state_impl.h"
 
 namespace hpctrain {
-
-struct Trainer::State {
-  TrainConfig cfg;
-  World& world;
-  DeviceChoice dev;
-  c10::Device device{c10::kCPU};
-  std::unique_ptr<DeviceRouter> comm;
-  std::unique_ptr<Loader> train, test;
-  ClassifierNet model{nullptr};
-  std::unique_ptr<DistributedDataParallel> ddp;
-  std::vector<at::Tensor> params;
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  std::unique_ptr<LrSchedule> sched;
-  LossScaler scaler{false};
-  std::unique_ptr<Reporter> rep;
-  std::unique_ptr<CheckpointWriter> writer;
-  std::optional<SamplerPosition> resume_pos;
-  std::map<int64_t, double> capture_s;  // checkpoint step -> time to gather its state (stall)
-  StepStats stats;
-  int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
-  int64_t step = 0, start_epoch = 0;
-  bool devices_checked = false;
-
-  State(const TrainConfig& c, World& w) : cfg(c), world(w) {}
-
-  Forward forward_fn() {
-    return [this](const at::Tensor& x) {
-      AutocastScope autocast(cfg.amp, dev.cuda);
-      return model->forward(x);
-    };
-  }
-  void setup();
-  void train_step(const Batch& b);
-  void log_interval(int64_t epoch);
-  void resume();
-  void save_checkpoint(int64_t epoch, bool sync);
-  void report_checkpoints(int64_t final_step = -1);
-  bool preemption_agreed();
-  std::vector<double> peak_memory_per_rank();
-  EvalResult run_eval(int64_t epoch);
-};
 
 Trainer::Trainer(const TrainConfig& config, World& world)
     : s_(std::make_unique<State>(config, world)) {
@@ -161,63 +120,6 @@ void Trainer::State::setup() {
                std::to_string(cfg.batch_size) + " per rank), " + std::to_string(steps_per_epoch) +
                " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe());
-}
-
-// --resume auto|none|PATH. Every rank reads the same files and reaches the same decision.
-void Trainer::State::resume() {
-  if (cfg.resume == "none") return;
-  if (cfg.resume == "auto" && cfg.ckpt_dir.empty()) return;
-  std::optional<std::string> path = find_resume(cfg.ckpt_dir, cfg.resume);
-  if (!path) {
-    rep->message("hpctrain train: no checkpoint to resume from in " + cfg.ckpt_dir + "; starting fresh");
-    return;
-  }
-  CheckpointState st = read_checkpoint(*path, device);
-  TrainProgress p = restore_train_state(st, *model, *opt);
-  step = p.step;
-  start_epoch = p.sampler.epoch;
-  resume_pos = p.sampler;
-  scaler.restore(p.scaler_scale, p.scaler_good);
-  int64_t saved_world = st.meta.value("world_size", int64_t{world.size()});
-  rep->message("hpctrain train: resumed from " + *path + " at step " + std::to_string(step) +
-               ", epoch " + std::to_string(p.sampler.epoch + 1) + ", " +
-               std::to_string(p.sampler.samples_consumed) + " samples into the epoch (saved with " +
-               std::to_string(saved_world) + " rank(s); now " + std::to_string(world.size()) +
-               ", global batch " + std::to_string(global_batch) + ")");
-}
-
-void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
-  if (!writer) return;
-  TraceSpan span("checkpoint", "ckpt");
-  auto t0 = std::chrono::steady_clock::now();
-  TrainProgress p;
-  p.step = step;
-  p.epoch = epoch;
-  p.sampler = train->position();
-  p.scaler_scale = scaler.scale();
-  p.scaler_good = scaler.good_steps();
-  const auto& info = train->info();
-  nlohmann::json meta = {{"config", cfg.to_json()},
-                         {"model", cfg.model},
-                         {"sample_shape", info.sample_shape},
-                         {"num_classes", info.num_classes},
-                         {"hpctrain_version", HPCTRAIN_VERSION}};
-  CheckpointState st = capture_train_state(*model, *opt, p, meta);
-  capture_s[step] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  writer->save(step, std::move(st));
-  if (sync) writer->finish();
-}
-
-// One metrics record per committed checkpoint (rank 0's numbers; every rank drains its list).
-// The stall adds the state capture to what the writer measured in save().
-void Trainer::State::report_checkpoints(int64_t final_step) {
-  for (const CheckpointStats& c : writer->take_completed()) {
-    double stall = c.stall_s + capture_s[c.step];
-    capture_s.erase(c.step);
-    rep->metrics({{"type", "checkpoint"}, {"step", c.step}, {"stall_ms", stall * 1e3},
-                  {"write_ms", c.write_s * 1e3}, {"bytes", c.bytes}, {"async", c.async},
-                  {"final", c.step == final_step}});
-  }
 }
 
 // Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.

@@ -10,8 +10,8 @@
 #include "ckpt/dir_ops.h"
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
-#include "comm/communicator.h"
 #include "runtime/check.h"
+#include "support/recording_comm.h"
 #include "support/test_world.h"
 #include "unit/ckpt/ckpt_test_util.h"
 
@@ -56,37 +56,6 @@ void expect_all_ranks_raise(CheckpointWriter& w, const std::string& needle) {
   }
   EXPECT_NE(err.find(needle), std::string::npos) << "rank " << world().rank() << ": " << err;
 }
-
-// Forwards to `inner` and counts the collectives issued through it.
-struct CountingComm : Communicator {
-  explicit CountingComm(Communicator& c) : inner(c) {}
-  int rank() const override { return inner.rank(); }
-  int size() const override { return inner.size(); }
-  c10::DeviceType device_type() const override { return inner.device_type(); }
-  std::string name() const override { return inner.name(); }
-  WorkHandle allreduce(at::Tensor t, ReduceOp op, std::string tag) override {
-    ++ops;
-    return inner.allreduce(t, op, tag);
-  }
-  WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) override {
-    ++ops;
-    return inner.allreduce(std::move(ts), op, tag);
-  }
-  WorkHandle broadcast(at::Tensor t, int root, std::string tag) override {
-    ++ops;
-    return inner.broadcast(t, root, tag);
-  }
-  WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag) override {
-    ++ops;
-    return inner.allgather(t, out, tag);
-  }
-  WorkHandle barrier(std::string tag) override {
-    ++ops;
-    return inner.barrier(tag);
-  }
-  Communicator& inner;
-  int ops = 0;
-};
 
 }  // namespace
 
@@ -168,7 +137,7 @@ TEST_P(Writers, CheckErrorsIsFreeOnceTheWriteIsAgreedDone) {
   CheckpointOptions o{d.path};
   o.shard_mb = 1;
   o.all_writers = GetParam();
-  CountingComm comm(cpu_comm());
+  RecordingComm comm(cpu_comm());
   CheckpointWriter w(o, comm);
   w.save(10, big_state(10));
   int boundaries = 0;

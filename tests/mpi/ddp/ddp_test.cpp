@@ -13,6 +13,7 @@
 #include "ddp/ddp.h"
 #include "models.h"
 #include "runtime/check.h"
+#include "support/recording_comm.h"
 #include "support/test_world.h"
 
 using namespace hpctrain;
@@ -181,33 +182,6 @@ TEST(DdpConstruction, ShapeMismatchIsAnErrorOnAllRanks) {
     EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
   }
 }
-
-// A communicator that records the collectives it forwards.
-class RecordingComm final : public Communicator {
- public:
-  explicit RecordingComm(Communicator& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  c10::DeviceType device_type() const override { return inner_.device_type(); }
-  std::string name() const override { return "recording"; }
-  WorkHandle allreduce(at::Tensor t, ReduceOp op, std::string tag) override {
-    log += tag + ";";
-    return inner_.allreduce(t, op, tag);
-  }
-  WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) override {
-    log += tag + ";";
-    return inner_.allreduce(ts, op, tag);
-  }
-  WorkHandle broadcast(at::Tensor t, int root, std::string tag) override { return inner_.broadcast(t, root, tag); }
-  WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag) override {
-    return inner_.allgather(t, out, tag);
-  }
-  WorkHandle barrier(std::string tag) override { return inner_.barrier(tag); }
-  std::string log;
-
- private:
-  Communicator& inner_;
-};
 
 TEST(DdpReducer, HookOrderDiffersPerRankButCollectiveOrderAndResultsAgree) {
   const int nparams = 9;

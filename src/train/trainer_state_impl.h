@@ -1,0 +1,70 @@
+// Trainer::State, shared by the trainer's translation units (trainer.cpp: set-up, step, loop,
+// evaluation; trainer_ckpt.cpp: resume and checkpoints). Private to src/train.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "comm/router.h"
+#include "dataset/loader.h"
+#include "ddp/ddp.h"
+#include "runtime/device.h"
+#include "runtime/world.h"
+#include "train/amp.h"
+#include "train/evaluate.h"
+#include "train/models.h"
+#include "train/optim.h"
+#include "train/progress.h"
+#include "train/step_stats.h"
+#include "train/trainer.h"
+
+namespace hpctrain {
+
+struct Trainer::State {
+  TrainConfig cfg;
+  World& world;
+  DeviceChoice dev;
+  c10::Device device{c10::kCPU};
+  std::unique_ptr<DeviceRouter> comm;
+  std::unique_ptr<Loader> train, test;
+  ClassifierNet model{nullptr};
+  std::unique_ptr<DistributedDataParallel> ddp;
+  std::vector<at::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<LrSchedule> sched;
+  LossScaler scaler{false};
+  std::unique_ptr<Reporter> rep;
+  std::unique_ptr<CheckpointWriter> writer;
+  std::optional<SamplerPosition> resume_pos;
+  std::map<int64_t, double> capture_s;  // checkpoint step -> time to gather its state (stall)
+  StepStats stats;
+  int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
+  int64_t step = 0, start_epoch = 0;
+  bool devices_checked = false;
+
+  State(const TrainConfig& c, World& w) : cfg(c), world(w) {}
+
+  Forward forward_fn() {
+    return [this](const at::Tensor& x) {
+      AutocastScope autocast(cfg.amp, dev.cuda);
+      return model->forward(x);
+    };
+  }
+  void setup();
+  void train_step(const Batch& b);
+  void log_interval(int64_t epoch);
+  void resume();
+  void save_checkpoint(int64_t epoch, bool sync);
+  void report_checkpoints(int64_t final_step = -1);
+  bool preemption_agreed();
+  std::vector<double> peak_memory_per_rank();
+  EvalResult run_eval(int64_t epoch);
+};
+
+}  // namespace hpctrain
