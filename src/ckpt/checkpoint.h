@@ -45,6 +45,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/named_tensors.h"
+
 namespace torch::nn {
 class Module;
 }
@@ -146,5 +148,7 @@ CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);
 // The same check and copy for a state already read; `source` names it in the error.
 void load_model_state(const CheckpointState& st, torch::nn::Module& model, const std::string& source);
+// The same for a model given as its named parameters and buffers (train/model.h).
+void load_model_state(const CheckpointState& st, const NamedTensors& target, const std::string& source);
 
 }  // namespace hpctrain

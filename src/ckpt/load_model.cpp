@@ -34,14 +34,19 @@ void load_model(const std::string& path, torch::nn::Module& model, c10::Device d
 }
 
 void load_model_state(const CheckpointState& st, torch::nn::Module& model, const std::string& source) {
+  NamedTensors target;
+  for (const auto& p : model.named_parameters(/*recurse=*/true)) target.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers(/*recurse=*/true))
+    if (b.value().defined()) target.emplace_back(b.key(), b.value());
+  load_model_state(st, target, source);
+}
+
+void load_model_state(const CheckpointState& st, const NamedTensors& model, const std::string& source) {
   std::map<std::string, at::Tensor> saved;
   for (auto& [name, t] : st.tensors)
     if (name.rfind("model/", 0) == 0) saved.emplace(name.substr(6), t);
 
-  std::map<std::string, at::Tensor> target;
-  for (const auto& p : model.named_parameters(/*recurse=*/true)) target.emplace(p.key(), p.value());
-  for (const auto& b : model.named_buffers(/*recurse=*/true))
-    if (b.value().defined()) target.emplace(b.key(), b.value());
+  std::map<std::string, at::Tensor> target(model.begin(), model.end());
 
   std::vector<std::string> missing, unexpected, shapes;
   for (const auto& [name, t] : target) {

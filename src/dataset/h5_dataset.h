@@ -19,20 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "dataset/dataset_info.h"
 #include "dataset/h5_util.h"
 
 namespace hpctrain {
-
-struct DatasetInfo {
-  int64_t size = 0;                   // N
-  std::vector<int64_t> sample_shape;  // C,H,W (or the file's per-sample dims, with C=1 added)
-  int64_t num_classes = 0;            // attribute num_classes, else class_names' size, else max+1
-  std::vector<float> mean, std;       // per channel; attributes mean/std, else 0 and 1
-  bool has_stats = false;             // mean/std came from the file
-  bool uint8_pixels = true;           // false: float32 pixels
-  std::string path;
-  int64_t sample_numel() const;
-};
 
 class H5Dataset {
  public:

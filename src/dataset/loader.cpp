@@ -6,6 +6,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "dataset/h5_dataset.h"
 #include "dataset/transform.h"
 #include "runtime/check.h"
 
@@ -13,12 +14,12 @@ namespace hpctrain {
 
 Loader::Loader(std::string path, int world, int rank, LoaderOptions opts)
     : opts_(std::move(opts)),
-      dataset_(H5Dataset::open(path, opts_.images, opts_.labels)),
-      sampler_(dataset_.info().size, world, rank, opts_.shuffle, opts_.seed, opts_.drop_last),
+      dataset_(std::make_unique<H5Dataset>(H5Dataset::open(path, opts_.images, opts_.labels))),
+      sampler_(dataset_->info().size, world, rank, opts_.shuffle, opts_.seed, opts_.drop_last),
       mover_(opts_.device) {
   if (opts_.batch_size <= 0) throw Error("loader: batch size must be positive");
   if (opts_.prefetch < 0) throw Error("loader: prefetch must be >= 0");
-  const auto& inf = dataset_.info();
+  const auto& inf = dataset_->info();
   const int64_t c = inf.sample_shape[0];
   mean_ = opts_.mean.empty() ? inf.mean : opts_.mean;
   std_ = opts_.std.empty() ? inf.std : opts_.std;
@@ -34,6 +35,8 @@ Loader::Loader(std::string path, int world, int rank, LoaderOptions opts)
 }
 
 Loader::~Loader() { stop(); }
+
+const DatasetInfo& Loader::info() const { return dataset_->info(); }
 
 int64_t Loader::batches_per_epoch() const { return sampler_.num_batches(opts_.batch_size); }
 
@@ -75,7 +78,7 @@ Batch Loader::assemble(int64_t b) const {
   std::vector<bool> valid;
   const std::vector<int64_t> idx = sampler_.batch(b, opts_.batch_size, &valid);
   const int64_t n = int64_t(idx.size());
-  const auto& inf = dataset_.info();
+  const auto& inf = dataset_->info();
   const int64_t numel = inf.sample_numel();
   // Read in ascending index order (one coalesced H5Dread), then put each sample in its slot.
   std::vector<int64_t> order(n);
@@ -84,7 +87,7 @@ Batch Loader::assemble(int64_t b) const {
   std::vector<int64_t> sorted(n);
   for (int64_t k = 0; k < n; ++k) sorted[k] = idx[order[k]];
   std::vector<float> raw(size_t(n * numel));
-  dataset_.read(sorted, raw.data());
+  dataset_->read(sorted, raw.data());
 
   std::vector<int64_t> shape = {n};
   shape.insert(shape.end(), inf.sample_shape.begin(), inf.sample_shape.end());
@@ -107,7 +110,7 @@ Batch Loader::assemble(int64_t b) const {
       augment_sample(x, c, inf.sample_shape[1], inf.sample_shape[2], opts_.augment_pad,
                      sample_seed(opts_.seed, sampler_.epoch(), sorted[k]));
     normalize_sample(x, c, plane, scale, mean_, std_);
-    lab[slot] = dataset_.labels()[sorted[k]];
+    lab[slot] = dataset_->labels()[sorted[k]];
     val[slot] = valid[slot];
   }
   return out;

@@ -29,11 +29,13 @@
 #include <thread>
 
 #include "dataset/batch.h"
-#include "dataset/h5_dataset.h"
+#include "dataset/dataset_info.h"
 #include "dataset/sampler.h"
 #include "dataset/transfer.h"
 
 namespace hpctrain {
+
+class H5Dataset;
 
 struct LoaderOptions {
   int64_t batch_size = 64;
@@ -67,7 +69,7 @@ class Loader {
   // Where a resume should continue after the batches next() has returned so far.
   SamplerPosition position() const;
   double data_wait_seconds() const { return wait_seconds_; }
-  const DatasetInfo& info() const { return dataset_.info(); }
+  const DatasetInfo& info() const;
   const DistributedSampler& sampler() const { return sampler_; }
   const LoaderOptions& options() const { return opts_; }
 
@@ -83,7 +85,7 @@ class Loader {
   void launch(int64_t first);
 
   LoaderOptions opts_;
-  H5Dataset dataset_;
+  std::unique_ptr<H5Dataset> dataset_;  // opened (validated) by the constructor
   DistributedSampler sampler_;
   BatchMover mover_;
   std::vector<float> mean_, std_;

@@ -41,15 +41,36 @@ std::string shape_string(at::IntArrayRef sizes) {
   return s + "]";
 }
 
+namespace {
+NamedTensors module_params(torch::nn::Module& m) {
+  NamedTensors out;
+  for (auto& item : m.named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+NamedTensors module_buffers(torch::nn::Module& m) {
+  NamedTensors out;
+  for (auto& item : m.named_buffers(/*recurse=*/true))
+    if (item.value().defined()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+}  // namespace
+
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module,
                                                  Communicator& comm, DdpOptions opts)
-    : module_(std::move(module)), comm_(comm), opts_(opts) {
+    : DistributedDataParallel(module_params(*module), module_buffers(*module), comm, opts) {}
+
+DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTensors buffers,
+                                                 Communicator& comm, DdpOptions opts)
+    : comm_(comm), opts_(opts) {
   if (opts_.bucket_cap_mb <= 0) throw CollectiveError("DDP: bucket cap must be > 0 MiB");
-  for (auto& item : module_->named_parameters(/*recurse=*/true)) {
-    if (!item.value().requires_grad()) continue;
-    names_.push_back(item.key());
-    params_.push_back(item.value());
+  for (auto& [name, p] : params) {
+    all_params_.push_back(p);
+    if (!p.requires_grad()) continue;
+    names_.push_back(name);
+    params_.push_back(p);
   }
+  for (auto& [name, b] : buffers)
+    if (b.defined()) buffers_.push_back(b);
   check_same_parameters();
   broadcast_state();
   std::vector<ParamSpec> specs;
@@ -105,9 +126,8 @@ void DistributedDataParallel::check_same_parameters() {
 void DistributedDataParallel::broadcast_state() {
   at::NoGradGuard no_grad;
   std::vector<WorkHandle> works;
-  for (auto& p : module_->parameters(true)) works.push_back(comm_.broadcast(p.data(), 0, "ddp.init_params"));
-  for (auto& b : module_->buffers(true))
-    if (b.defined()) works.push_back(comm_.broadcast(b, 0, "ddp.init_buffers"));
+  for (auto& p : all_params_) works.push_back(comm_.broadcast(p.data(), 0, "ddp.init_params"));
+  for (auto& b : buffers_) works.push_back(comm_.broadcast(b, 0, "ddp.init_buffers"));
   for (auto& w : works) w->wait();
 }
 
@@ -122,8 +142,7 @@ void DistributedDataParallel::install_hooks() {
 void DistributedDataParallel::prepare_forward() {
   if (!opts_.broadcast_buffers || comm_.size() == 1) return;
   std::vector<WorkHandle> works;
-  for (auto& b : module_->buffers(true))
-    if (b.defined()) works.push_back(comm_.broadcast(b, 0, "ddp.buffers"));
+  for (auto& b : buffers_) works.push_back(comm_.broadcast(b, 0, "ddp.buffers"));
   for (auto& w : works) w->wait();
 }
 

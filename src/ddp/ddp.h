@@ -1,4 +1,5 @@
-// DistributedDataParallel for any torch::nn::Module.
+// DistributedDataParallel for any model: a torch::nn::Module, or named parameters and buffers
+// (the trainer's model interface, train/model.h, hands over the latter).
 //
 // Contract:
 // - Construction is collective. It checks that every rank has the same parameters (names,
@@ -24,6 +25,7 @@
 
 #include "comm/communicator.h"
 #include "ddp/reducer.h"
+#include "runtime/named_tensors.h"
 
 namespace hpctrain {
 
@@ -44,6 +46,10 @@ struct DdpStepStats {
 class DistributedDataParallel {
  public:
   DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Communicator& comm,
+                          DdpOptions opts = {});
+  // `params`: the model's parameters (those not requiring grad are broadcast but not reduced);
+  // `buffers`: broadcast at construction and, with broadcast_buffers, before each forward.
+  DistributedDataParallel(NamedTensors params, NamedTensors buffers, Communicator& comm,
                           DdpOptions opts = {});
   ~DistributedDataParallel();
   DistributedDataParallel(const DistributedDataParallel&) = delete;
@@ -68,7 +74,6 @@ class DistributedDataParallel {
   NoSync no_sync() { return NoSync(*this); }
   bool sync_enabled() const { return sync_enabled_; }
 
-  torch::nn::Module& module() { return *module_; }
   const BucketPlan& plan() const { return reducer_->plan(); }
   Reducer& reducer() { return *reducer_; }
   const DdpStepStats& last_step() const { return stats_; }
@@ -78,11 +83,11 @@ class DistributedDataParallel {
   void broadcast_state();
   void install_hooks();
 
-  std::shared_ptr<torch::nn::Module> module_;
   Communicator& comm_;
   DdpOptions opts_;
   std::vector<std::string> names_;
-  std::vector<at::Tensor> params_;
+  std::vector<at::Tensor> params_;  // trained (requires_grad) parameters, reduced by buckets
+  std::vector<at::Tensor> all_params_, buffers_;  // broadcast from rank 0
   std::unique_ptr<Reducer> reducer_;
   std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;  // keep hooks alive
   bool sync_enabled_ = true;

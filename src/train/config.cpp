@@ -27,6 +27,7 @@ std::string kind_name(FieldKind k) {
     case FieldKind::kFloat: return "a number";
     case FieldKind::kBool: return "true or false";
     case FieldKind::kString: return "a string";
+    case FieldKind::kStringList: return "a string or an array of strings";
   }
   return "?";
 }
@@ -77,6 +78,17 @@ json parse_flag(const FieldSpec& f, const std::string& raw) {
       if (raw == "false" || raw == "0") return json(false);
       throw CollectiveError(where + " expects true or false, got \"" + raw + "\"");
     case FieldKind::kString: return json(raw);
+    case FieldKind::kStringList: {
+      json list = json::array();
+      size_t p = 0;
+      while (p <= raw.size()) {
+        size_t e = raw.find(',', p);
+        if (e == std::string::npos) e = raw.size();
+        if (e > p) list.push_back(raw.substr(p, e - p));
+        p = e + 1;
+      }
+      return list;
+    }
   }
   return json();
 }
@@ -95,6 +107,18 @@ json from_toml(const FieldSpec& f, const toml::node& n, const std::string& where
       break;
     case FieldKind::kString:
       if (auto v = n.value_exact<std::string>()) return json(*v);
+      break;
+    case FieldKind::kStringList:
+      if (auto v = n.value_exact<std::string>()) return json::array({*v});
+      if (const toml::array* a = n.as_array()) {
+        json list = json::array();
+        for (const auto& item : *a) {
+          auto v = item.value_exact<std::string>();
+          if (!v) throw CollectiveError(where + " must be " + kind_name(f.kind));
+          list.push_back(*v);
+        }
+        return list;
+      }
       break;
   }
   throw CollectiveError(where + " must be " + kind_name(f.kind));
@@ -117,7 +141,9 @@ std::string all_keys() {
 const std::vector<FieldSpec>& config_fields() {
   using K = FieldKind;
   static const std::vector<FieldSpec> fields = {
-      {"model", K::kString, "model: mlp|cnn|resnet", {"mlp", "cnn", "resnet"}},
+      {"model", K::kString, "model name: mlp|cnn|resnet or a plugin's (hpctrain models lists them)"},
+      {"model_lib", K::kStringList, "model plugin LIB.so to load (repeatable)"},
+      {"loss", K::kString, "training loss: cross_entropy", {"cross_entropy"}},
       {"data", K::kString, "directory with train.h5 and test.h5"},
       {"epochs", K::kInt, "epochs to train", {}, 1, 1e9},
       {"max_steps", K::kInt, "stop after this many optimizer steps (0: no limit)", {}, 0, 1e12},
@@ -198,7 +224,7 @@ TrainConfig load_config(const std::string& toml_path,
 }
 
 #define HPC_CONFIG_FIELDS(X)                                                               \
-  X(model) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
+  X(model) X(model_lib) X(loss) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
   X(nesterov) X(weight_decay) X(schedule) X(warmup_steps) X(step_size) X(gamma)            \
   X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(device) X(sync_bn) X(amp) X(bucket_mb) \
   X(prefetch) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \

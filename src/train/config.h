@@ -20,7 +20,9 @@
 namespace hpctrain {
 
 struct TrainConfig {
-  std::string model = "cnn";
+  std::string model = "cnn";             // a zoo or plugin model name (hpctrain models)
+  std::vector<std::string> model_lib;    // plugins to load (--model-lib, repeatable)
+  std::string loss = "cross_entropy";
   std::string data;
   int64_t epochs = 1;
   int64_t max_steps = 0;  // 0: no limit
@@ -62,7 +64,9 @@ struct TrainConfig {
   static TrainConfig from_json(const nlohmann::json& j);  // validated values only
 };
 
-enum class FieldKind { kInt, kFloat, kBool, kString };
+// kStringList: a TOML array of strings (or one string); a flag that may be repeated, each value
+// also split at commas.
+enum class FieldKind { kInt, kFloat, kBool, kString, kStringList };
 
 struct FieldSpec {
   std::string key;   // snake_case TOML key; the flag is --key with '_' -> '-'

@@ -1,18 +1,21 @@
 #include "train/evaluate.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "comm/communicator.h"
 #include "dataset/loader.h"
 #include "runtime/trace.h"
+#include "train/loss.h"
+#include "train/model.h"
 
 namespace hpctrain {
 
-EvalResult evaluate(torch::nn::Module& model, const Forward& forward, Loader& loader,
+EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader,
                     Communicator& comm) {
   TraceSpan span("eval", "eval");
   bool was_training = model.is_training();
-  model.eval();
+  model.train(false);
   double loss_sum = 0, correct = 0, count = 0;
   {
     at::NoGradGuard no_grad;
@@ -20,10 +23,10 @@ EvalResult evaluate(torch::nn::Module& model, const Forward& forward, Loader& lo
     while (auto batch = loader.next()) {
       at::Tensor logits = forward(batch->images).to(at::kFloat);
       at::Tensor valid = batch->valid.to(logits.device());
-      at::Tensor losses = at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::None);
-      at::Tensor hit = logits.argmax(1).eq(batch->labels);
+      at::Tensor losses = loss.per_sample(logits, batch->labels);
       loss_sum += losses.masked_select(valid).sum().item<double>();
-      correct += hit.masked_select(valid).sum().item<double>();
+      if (loss.classification())
+        correct += loss.correct(logits, batch->labels).masked_select(valid).sum().item<double>();
       count += valid.sum().item<double>();
     }
   }

@@ -5,7 +5,7 @@
 // and sample count are summed across ranks in fp64, so `samples` equals the dataset size.
 #pragma once
 
-#include <torch/nn/module.h>
+#include <ATen/core/Tensor.h>
 
 #include <functional>
 
@@ -13,16 +13,18 @@ namespace hpctrain {
 
 class Communicator;
 class Loader;
+class Loss;
+class Model;
 
 struct EvalResult {
-  double loss = 0;      // mean cross-entropy over the dataset
-  double accuracy = 0;  // correct / samples
+  double loss = 0;      // mean loss over the dataset
+  double accuracy = 0;  // correct / samples (classification losses)
   int64_t samples = 0;
 };
 
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 
-EvalResult evaluate(torch::nn::Module& model, const Forward& forward, Loader& loader,
+EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader,
                     Communicator& comm);
 
 }  // namespace hpctrain

@@ -6,7 +6,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
+#include "ddp/sync_batchnorm.h"
 #include "runtime/check.h"
+#include "train/model_registry.h"
 
 namespace hpctrain {
 namespace nn = torch::nn;
@@ -112,6 +114,32 @@ ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& sh
   if (name == "resnet") return make_resnet(shape, num_classes, norm);
   throw CollectiveError("unknown model \"" + name + "\" (allowed: mlp, cnn, resnet)");
 }
+
+namespace {
+
+// The zoo behind the model interface: BatchNorm layers become SyncBatchNorm (tags bn0, bn1, ...)
+// when the spec carries a communicator.
+ModelFactory zoo_factory() {
+  return [](const ModelSpec& spec) {
+    NormFactory norm = batchnorm2d_factory();
+    if (spec.sync_bn) {
+      auto counter = std::make_shared<int>(0);
+      Communicator* c = spec.sync_bn;
+      norm = [c, counter](int64_t ch) {
+        return make_batch_norm(2, nn::BatchNormOptions(ch), c, "bn" + std::to_string((*counter)++));
+      };
+    }
+    return module_model(make_model(spec.name, spec.sample_shape, spec.num_classes, norm));
+  };
+}
+
+HPCTRAIN_REGISTER_MODEL("mlp", "784-512-256-classes perceptron with ReLU, no BatchNorm", zoo_factory());
+HPCTRAIN_REGISTER_MODEL("cnn", "two conv-BN-ReLU-maxpool blocks and two linear layers (824,650 parameters on 1x28x28)",
+                        zoo_factory());
+HPCTRAIN_REGISTER_MODEL("resnet", "pre-activation ResNet, 48/96/192 channels (690,394 parameters on 1x28x28)",
+                        zoo_factory());
+
+}  // namespace
 
 int64_t count_parameters(nn::Module& m) {
   int64_t n = 0;

@@ -13,20 +13,20 @@
 namespace hpctrain {
 namespace {
 
-std::map<void*, std::string> param_names(torch::nn::Module& model) {
+std::map<void*, std::string> param_names(Model& model) {
   std::map<void*, std::string> names;
-  for (auto& item : model.named_parameters(true)) names[item.value().unsafeGetTensorImpl()] = item.key();
+  for (auto& [name, p] : model.named_parameters()) names[p.unsafeGetTensorImpl()] = name;
   return names;
 }
 
 }  // namespace
 
-CheckpointState capture_train_state(torch::nn::Module& model, torch::optim::Optimizer& opt,
+CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt,
                                     const TrainProgress& p, const nlohmann::json& extra_meta) {
   CheckpointState st;
-  for (auto& item : model.named_parameters(true)) st.tensors.emplace_back("model/" + item.key(), item.value().detach());
-  for (auto& item : model.named_buffers(true))
-    if (item.value().defined()) st.tensors.emplace_back("model/" + item.key(), item.value());
+  for (auto& [name, p] : model.named_parameters()) st.tensors.emplace_back("model/" + name, p.detach());
+  for (auto& [name, b] : model.named_buffers())
+    if (b.defined()) st.tensors.emplace_back("model/" + name, b);
   auto names = param_names(model);
   for (auto& [key, state] : opt.state()) {
     auto it = names.find(key);
@@ -50,11 +50,13 @@ CheckpointState capture_train_state(torch::nn::Module& model, torch::optim::Opti
   return st;
 }
 
-void load_model_tensors(const CheckpointState& st, torch::nn::Module& model) {
-  load_model_state(st, model, "checkpoint");
+void load_model_tensors(const CheckpointState& st, Model& model) {
+  NamedTensors target = model.named_parameters();
+  for (auto& b : model.named_buffers()) target.push_back(b);
+  load_model_state(st, target, "checkpoint");
 }
 
-TrainProgress restore_train_state(const CheckpointState& st, torch::nn::Module& model,
+TrainProgress restore_train_state(const CheckpointState& st, Model& model,
                                   torch::optim::Optimizer& opt) {
   load_model_tensors(st, model);
   std::map<std::string, at::Tensor> saved;

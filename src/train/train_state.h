@@ -11,13 +11,13 @@
 //   unexpected keys and shape mismatches (through load_model's rules).
 #pragma once
 
-#include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "dataset/sampler.h"
+#include "train/model.h"
 
 namespace hpctrain {
 
@@ -29,14 +29,14 @@ struct TrainProgress {
   int64_t scaler_good = 0;
 };
 
-CheckpointState capture_train_state(torch::nn::Module& model, torch::optim::Optimizer& opt,
+CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt,
                                     const TrainProgress& progress, const nlohmann::json& extra_meta);
 
 // Restores model, optimizer and RNG from `st`; returns the progress saved with it.
-TrainProgress restore_train_state(const CheckpointState& st, torch::nn::Module& model,
+TrainProgress restore_train_state(const CheckpointState& st, Model& model,
                                   torch::optim::Optimizer& opt);
 
 // Copies `model/` tensors of `st` into `model`; mismatches are one error listing them all.
-void load_model_tensors(const CheckpointState& st, torch::nn::Module& model);
+void load_model_tensors(const CheckpointState& st, Model& model);
 
 }  // namespace hpctrain

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/dir_ops.h"
+#include "ckpt/manifest.h"
+#include "ckpt/reader.h"
 #include "comm/router.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
@@ -24,7 +27,8 @@
 #include "train/amp.h"
 #include "train/device_check.h"
 #include "train/evaluate.h"
-#include "train/models.h"
+#include "train/model.h"
+#include "train/model_registry.h"
 #include "train/optim.h"
 #include "train/preempt.h"
 #include "train/progress.h"
@@ -35,12 +39,122 @@
 
 namespace hpctrain {
 
-Trainer::Trainer(const TrainConfig& config, World& world)
-    : s_(std::make_unique<State>(config, world)) {
+Trainer::Trainer(const TrainConfig& config, World& world) : Trainer(config, world, ModelEntry{}) {}
+
+Trainer::Trainer(const TrainConfig& config, World& world, ModelEntry model)
+    : s_(std::make_unique<State>(config, world, std::move(model))) {
   s_->setup();
 }
 
 Trainer::~Trainer() = default;
+
+nlohmann::json train(World& world, const TrainConfig& config, ModelFactory factory) {
+  ModelEntry m;
+  m.name = config.model;
+  m.origin = "program";
+  m.factory = std::move(factory);
+  Trainer t(config, world, std::move(m));
+  return t.run();
+}
+
+namespace {
+
+// Where the checkpoint that --resume would pick got its model ("zoo", a plugin's path,
+// "program"), or "" when there is none or it cannot be read. For error messages only.
+std::string resume_model_origin(const TrainConfig& cfg) {
+  try {
+    std::string dir;
+    if (cfg.resume == "none") return "";
+    if (cfg.resume == "auto") {
+      auto all = ckpt::complete_checkpoints(cfg.ckpt_dir);
+      if (all.empty()) return "";
+      dir = all.back().second;
+    } else {
+      dir = ckpt::resolve_checkpoint_path(cfg.resume);
+    }
+    return ckpt::read_manifest(dir).meta.value("model_origin", std::string());
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+// The model behind the interface, on the run's device, with SyncBN when asked. Collective:
+// every rank builds the same model and reaches the same verdict on it.
+void Trainer::State::build_model() {
+  agree_on_failure(world.comm(), [&] {
+    if (!model_entry.factory) {
+      try {
+        model_entry = resolve_model(cfg.model, cfg.model_lib);
+      } catch (const CollectiveError& e) {
+        std::string origin = cfg.ckpt_dir.empty() && cfg.resume == "auto" ? "" : resume_model_origin(cfg);
+        if (origin.empty() || origin == "zoo" || origin == "program") throw;
+        throw CollectiveError(std::string(e.what()) + "; the checkpoint to resume was trained with it from the plugin " +
+                              origin + ": pass --model-lib " + origin);
+      }
+    } else if (model_entry.origin.empty()) model_entry.origin = "program";
+    const auto& info = train->info();
+    ModelSpec spec;
+    spec.name = cfg.model;
+    spec.sample_shape = info.sample_shape;
+    spec.num_classes = info.num_classes;
+    spec.sync_bn = cfg.sync_bn ? comm.get() : nullptr;
+    spec.device = device;
+    model = model_entry.factory(spec);
+    if (!model) throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
+    if (cfg.sync_bn && model_entry.origin == "torchscript")
+      throw CollectiveError("--sync-bn cannot convert the BatchNorm layers of the TorchScript module " + cfg.model +
+                            ": its compiled forward calls them directly, and converting in Python before scripting "
+                            "is not possible either (torch.nn.SyncBatchNorm needs a Python process group); train it "
+                            "without --sync-bn (rank 0's statistics are broadcast), or use GroupNorm/LayerNorm");
+    if (cfg.sync_bn) {
+      std::shared_ptr<torch::nn::Module> root = model->module();
+      if (!root)
+        throw CollectiveError("--sync-bn: model " + cfg.model + " has no torch::nn::Module tree to convert; "
+                              "build its BatchNorm layers with hpctrain::make_batch_norm(..., spec.sync_bn, name)");
+      try {
+        if (convert_sync_batchnorm(root, comm.get()) != root)
+          throw Error("the model itself is a BatchNorm layer");
+      } catch (const Error& e) {
+        throw CollectiveError(std::string("--sync-bn: ") + e.what());
+      }
+    }
+    model->to(device);
+    NamedTensors state = model->named_parameters();
+    if (state.empty()) throw CollectiveError("model " + cfg.model + " has no parameters to train");
+    for (auto& b : model->named_buffers()) state.push_back(b);
+    for (auto& [name, t] : state)
+      if (t.device() != device)
+        throw CollectiveError("model " + cfg.model + ": tensor " + name + " is on " + t.device().str() +
+                              " after to(" + device.str() + "); the run's device is " + device.str() +
+                              " (every parameter and buffer must move with Model::to)");
+    loss = std::make_unique<Loss>(cfg.loss, info.num_classes);
+  });
+  DdpOptions dopts;
+  dopts.bucket_cap_mb = cfg.bucket_mb;
+  dopts.broadcast_buffers = !cfg.sync_bn;
+  ddp = std::make_unique<DistributedDataParallel>(model->named_parameters(), model->named_buffers(), *comm, dopts);
+  for (auto& [name, p] : model->named_parameters())
+    if (p.requires_grad()) params.push_back(p);
+}
+
+// The first training forward, with its output checked against the targets on every rank
+// before anything is reduced or stepped.
+at::Tensor Trainer::State::first_forward(const at::Tensor& x, const at::Tensor& y) {
+  at::Tensor out;
+  agree_on_failure(world.comm(), [&] {
+    try {
+      out = model->forward(x);
+    } catch (const c10::Error& e) {
+      throw CollectiveError("model " + cfg.model + " failed on the first batch (input " +
+                            shape_string(x.sizes()) + ", targets " + shape_string(y.sizes()) +
+                            "): " + e.what_without_backtrace());
+    }
+    loss->check_output(out, y);
+  });
+  return out;
+}
 
 void Trainer::State::setup() {
   // Decisions every rank reaches identically come first, before any data or device is touched.
@@ -72,22 +186,7 @@ void Trainer::State::setup() {
   });
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  NormFactory norm = batchnorm2d_factory();
-  if (cfg.sync_bn) {
-    auto counter = std::make_shared<int>(0);
-    Communicator* c = comm.get();
-    norm = [c, counter](int64_t ch) {
-      return make_batch_norm(2, torch::nn::BatchNormOptions(ch), c, "bn" + std::to_string((*counter)++));
-    };
-  }
-  const auto& info = train->info();
-  model = make_model(cfg.model, info.sample_shape, info.num_classes, norm);
-  model->to(device);
-  DdpOptions dopts;
-  dopts.bucket_cap_mb = cfg.bucket_mb;
-  dopts.broadcast_buffers = !cfg.sync_bn;
-  ddp = std::make_unique<DistributedDataParallel>(model.ptr(), *comm, dopts);
-  params = model->parameters();
+  build_model();
 
   global_batch = cfg.batch_size * world.size();
   steps_per_epoch = train->batches_per_epoch();
@@ -149,7 +248,6 @@ void Trainer::State::train_step(const Batch& b) {
   if (!devices_checked) {
     check_devices({{"images", b.images}, {"labels", b.labels}, {"model parameters", params[0]}},
                   device);
-    devices_checked = true;
   }
   sched->apply(*opt, step);
   ddp->prepare_forward();
@@ -160,9 +258,10 @@ void Trainer::State::train_step(const Batch& b) {
     {
       TraceSpan span("forward", "compute");
       AutocastScope autocast(cfg.amp, dev.cuda);
-      at::Tensor logits = model->forward(xs[k]);
+      at::Tensor out = devices_checked ? model->forward(xs[k]) : first_forward(xs[k], ys[k]);
+      devices_checked = true;
       // Each micro-batch's mean, weighted by its share of the batch: the sum is the batch mean.
-      loss = at::cross_entropy_loss(logits.to(at::kFloat), ys[k]) * (xs[k].size(0) / rows);
+      loss = this->loss->mean_loss(out, ys[k]) * (xs[k].size(0) / rows);
     }
     TraceSpan span("backward", "compute");
     if (k + 1 < xs.size()) {
@@ -189,7 +288,7 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
   // every shard with rank 0's, the ones a checkpoint holds, so that `hpctrain eval` on it
   // reproduces this result (no-op without broadcast buffers, i.e. with SyncBN or one rank).
   ddp->prepare_forward();
-  EvalResult r = evaluate(*model, forward_fn(), *test, *comm);
+  EvalResult r = evaluate(*model, forward_fn(), *loss, *test, *comm);
   rep->metrics({{"type", "eval"}, {"step", step}, {"epoch", epoch}, {"test_loss", r.loss},
                 {"test_accuracy", r.accuracy}, {"samples", r.samples}});
   char buf[160];
@@ -224,7 +323,7 @@ nlohmann::json Trainer::run() {
     if (s.resume_pos && s.resume_pos->epoch == epoch) s.train->start_at(*s.resume_pos);
     else s.train->start_epoch(epoch);
     s.resume_pos.reset();
-    s.model->train();
+    s.model->train(true);
     evaluated_at_end = false;
     for (;;) {
       if (s.step >= s.total_steps) break;

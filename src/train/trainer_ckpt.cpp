@@ -1,8 +1,12 @@
 // Trainer::State's checkpoint side: --resume, saving, and the per-checkpoint metrics records.
+#include <ATen/ATen.h>
+
 #include <chrono>
+#include <cstring>
 
 #include "ckpt/checkpoint.h"
 #include "runtime/trace.h"
+#include "train/torchscript_model.h"
 #include "train/train_state.h"
 #include "train/trainer_state_impl.h"
 #include "hpctrain_version.h"
@@ -45,10 +49,19 @@ void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
   const auto& info = train->info();
   nlohmann::json meta = {{"config", cfg.to_json()},
                          {"model", cfg.model},
+                         {"model_origin", model_entry.origin},
                          {"sample_shape", info.sample_shape},
                          {"num_classes", info.num_classes},
                          {"hpctrain_version", HPCTRAIN_VERSION}};
   CheckpointState st = capture_train_state(*model, *opt, p, meta);
+  if (!model_entry.archive.empty()) {
+    // The TorchScript file itself, so eval and resume need nothing but the checkpoint.
+    if (!archive_tensor.defined()) {
+      archive_tensor = at::empty({static_cast<int64_t>(model_entry.archive.size())}, at::kByte);
+      std::memcpy(archive_tensor.data_ptr(), model_entry.archive.data(), model_entry.archive.size());
+    }
+    st.tensors.emplace_back(kTorchScriptTensor, archive_tensor);
+  }
   capture_s[step] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   writer->save(step, std::move(st));
   if (sync) writer->finish();

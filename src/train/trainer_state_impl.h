@@ -18,7 +18,8 @@
 #include "runtime/world.h"
 #include "train/amp.h"
 #include "train/evaluate.h"
-#include "train/models.h"
+#include "train/loss.h"
+#include "train/model.h"
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/step_stats.h"
@@ -33,7 +34,10 @@ struct Trainer::State {
   c10::Device device{c10::kCPU};
   std::unique_ptr<DeviceRouter> comm;
   std::unique_ptr<Loader> train, test;
-  ClassifierNet model{nullptr};
+  ModelEntry model_entry;
+  ModelPtr model;
+  std::unique_ptr<Loss> loss;
+  at::Tensor archive_tensor;  // model_entry.archive as uint8, for checkpoints
   std::unique_ptr<DistributedDataParallel> ddp;
   std::vector<at::Tensor> params;
   std::unique_ptr<torch::optim::Optimizer> opt;
@@ -48,7 +52,7 @@ struct Trainer::State {
   int64_t step = 0, start_epoch = 0;
   bool devices_checked = false;
 
-  State(const TrainConfig& c, World& w) : cfg(c), world(w) {}
+  State(const TrainConfig& c, World& w, ModelEntry m) : cfg(c), world(w), model_entry(std::move(m)) {}
 
   Forward forward_fn() {
     return [this](const at::Tensor& x) {
@@ -57,6 +61,8 @@ struct Trainer::State {
     };
   }
   void setup();
+  void build_model();
+  at::Tensor first_forward(const at::Tensor& x, const at::Tensor& y);
   void train_step(const Batch& b);
   void log_interval(int64_t epoch);
   void resume();

@@ -74,6 +74,13 @@ must(["train", "--model", "mlp", "--data", D, "--batch-size", "8", "--max-steps"
       "--momentum", "0.9", "--ckpt-dir", CK, "--ckpt-async=false", "--metrics", METRICS, "--log-every", "1"])
 assert open(f"{CK}/latest").read().strip() == "step-00000002", "fixture: latest"
 SHARD = sorted(f for f in os.listdir(STEP) if f.startswith("shard-"))[0]
+# Model plugins (tests/plugins, built next to the binary's tests/): faulty models, one library
+# that cannot be loaded, one that registers nothing; PCK is a good checkpoint of a plugin model.
+PLUGINS = os.path.join(os.environ.get("HPCTRAIN_BUILD_DIR", os.path.dirname(os.path.abspath(A.bin))), "tests")
+TLIB = os.path.realpath(f"{PLUGINS}/libtest_models.so")
+PCK = f"{KEEP}/plugin_ck"
+must(["train", "--model-lib", TLIB, "--model", "env_width", "--data", D, "--batch-size", "8", "--max-steps", "2",
+      "--lr", "0.01", "--ckpt-dir", PCK, "--ckpt-async=false"])
 
 
 def write_h5(dirname, images=None, labels=None, attrs=None, test_from=D):
@@ -311,6 +318,23 @@ CASES = [
     ("ckpt_resume_missing_path", train("--resume", f"{W}/no-such-ckpt"), ["--resume", "no-such-ckpt", "does not exist"], {}, 2),
     ("ckpt_eval_data_file_as_ckpt", ev(f"{D}/train.h5"), ["train.h5", "tensor images", "no dtype attribute"], {}, 2),
     ("ckpt_verify_checksum", ["ckpt", "verify", flipped], ["checksum mismatch", FLIP_TENSOR], {}, 2),
+    # model plugins (--model-lib) and models that do not fit the data
+    ("plugin_missing", train("--model-lib", f"{W}/nope.so", "--model", "x"), ["--model-lib", "nope.so", "does not exist"], {}, 2),
+    ("plugin_not_a_library", train("--model-lib", f"{D}/train.h5", "--model", "x"), ["--model-lib", "train.h5", "cannot be loaded", "invalid ELF header"], {}, 2),
+    ("plugin_undefined_symbol", train("--model-lib", f"{PLUGINS}/libundefined_symbol.so", "--model", "x"),
+     ["cannot be loaded", "undefined symbol: hpctrain_test_symbol_nobody_defines"], {}, 2),
+    ("plugin_registers_nothing", train("--model-lib", f"{PLUGINS}/libno_models.so", "--model", "x"), ["libno_models.so", "registers no model", "HPCTRAIN_REGISTER_MODEL"], {}, 2),
+    ("plugin_unknown_name", train("--model-lib", TLIB, "--model", "nosuch"),
+     ['unknown model "nosuch"', "registers wrong_classes, wrong_input, env_width, stray_parameter"], {}, 2),
+    ("model_unknown_name", train("--model", "vgg"), ['unknown model "vgg"', "zoo: mlp, cnn, resnet", "--model-lib"], {}, 2),
+    ("model_output_wrong_classes", train("--model-lib", TLIB, "--model", "wrong_classes"),
+     ["model output [8,7] does not fit targets [8] with 4 classes", "cross_entropy needs [8,4]"], {}, 2),
+    ("model_fails_on_first_batch", train("--model-lib", TLIB, "--model", "wrong_input"),
+     ["wrong_input failed on the first batch", "input [8,1,8,8]", "targets [8]", "mat1 and mat2"], {}, 2),
+    ("model_parameter_off_device", train("--model-lib", TLIB, "--model", "stray_parameter"),
+     ["tensor stray is on meta", "the run's device is cpu"], {}, 2),
+    ("plugin_eval_without_lib", ev(PCK), ["env_width", f"from the plugin {TLIB}", "pass --model-lib"], {}, 2),
+    ("plugin_resume_without_lib", train("--model", "env_width", "--resume", PCK), ['unknown model "env_width"', f"pass --model-lib {TLIB}"], {}, 2),
     # launch
     ("launch_cuda_without_gpu", train("--device", "cuda"), ["--device cuda needs a CUDA GPU", "0 visible GPU(s)", "--device cpu"], {}, 2),
     ("launch_cuda_index", train("--device", "cuda:3"), ["--device cuda:3", "0 visible GPU(s)"], {}, 2),

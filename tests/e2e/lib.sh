@@ -15,3 +15,30 @@ ok() { echo "ok: $*"; }
 run_np() { local n=$1; shift; timeout 600 "$MPIEXEC" -np "$n" "${MPIFLAGS[@]}" "$BIN" "$@"; }
 # The last stdout line of a run, parsed as JSON, field $2 of file $1 (python3 -c).
 json_field() { /usr/bin/python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
+# Sends signal $1 to the rank(s) of a running job whose command line starts with "$2" (the
+# binary path and subcommand), rank $3 only when given (from OMPI_COMM_WORLD_RANK).
+signal_ranks() {
+  local sig=$1 pattern=$2 only=${3:-} pid
+  for pid in $(pgrep -f "^$pattern"); do
+    if [ -n "$only" ]; then
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$only" || continue
+    fi
+    kill "-$sig" "$pid"
+  done
+}
+# Waits (up to $3 s, default 120) until metrics file $1 has a train record with step >= $2.
+wait_for_step() {
+  local f=$1 n=$2 limit=${3:-120} i
+  for ((i = 0; i < limit * 10; i++)); do
+    if [ -f "$f" ] && /usr/bin/python3 -c "
+import json,sys
+steps=[json.loads(l).get('step',0) for l in open(sys.argv[1]) if '\"train\"' in l]
+sys.exit(0 if steps and max(steps) >= int(sys.argv[2]) else 1)" "$f" "$n" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+# Installs the build into prefix $1 (cmake --install) once per test.
+install_prefix() {
+  cmake --install "${HPCTRAIN_BUILD_DIR:-$(dirname "$BIN")}" --prefix "$1" >/dev/null
+}

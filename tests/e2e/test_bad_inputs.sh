@@ -23,4 +23,19 @@ grep -q "^hpctrain: rank 1: error: data file $WORK/only-rank1-misses-this/train.
 grep -q "^hpctrain: rank 0: error: rank(s) 1 failed where this rank succeeded" "$WORK/mpmd.err" ||
   { cat "$WORK/mpmd.err"; fail "rank 0 does not name rank 1"; }
 ok "a bad input on one rank only: rank 1 names the file, rank 0 names rank 1, job aborted (exit 1)"
+
+# Two ranks that build different models through a plugin (built differently on one node; here
+# the plugin reads its width from the environment): DDP's parameter check names the parameter
+# and both ranks, every rank exits 2.
+TLIB="${HPCTRAIN_BUILD_DIR:-$(dirname "$BIN")}/tests/libtest_models.so"
+pcommon=(train --model-lib "$TLIB" --model env_width --data "$WORK/one" --batch-size 8 --max-steps 2 --lr 0.01)
+set +e
+timeout -k 5 90 "$MPIEXEC" "${MPIFLAGS[@]}" -np 1 -x TEST_PLUGIN_WIDTH=16 "$BIN" "${pcommon[@]}" : \
+  -np 1 -x TEST_PLUGIN_WIDTH=24 "$BIN" "${pcommon[@]}" >"$WORK/differ.out" 2>"$WORK/differ.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat "$WORK/differ.err"; fail "ranks with different plugin models: exit $rc, expected 2"; }
+[ "$(grep -c '^hpctrain: error: DDP: models differ between ranks: parameter #0 is "1.weight float32 \[24,64\]" on rank 1 but "1.weight float32 \[16,64\]" on rank 0$' "$WORK/differ.err")" = 1 ] ||
+  { cat "$WORK/differ.err"; fail "the DDP parameter check does not name the plugin model's parameter once"; }
+ok "ranks whose plugin builds different models: DDP names 1.weight on ranks 0 and 1 (exit 2)"
 echo "PASS test_bad_inputs"

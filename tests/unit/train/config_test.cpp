@@ -65,8 +65,18 @@ TEST(Config, OutOfRangeValuesAreRejected) {
 TEST(Config, ChoicesListTheAllowedValues) {
   auto msg = error_of("", {{"data", "/d"}, {"optimizer", "lamb"}});
   EXPECT_NE(msg.find("allowed: sgd|adamw"), std::string::npos) << msg;
-  msg = error_of("", {{"data", "/d"}, {"model", "vgg"}});
-  EXPECT_NE(msg.find("allowed: mlp|cnn|resnet"), std::string::npos) << msg;
+  msg = error_of("", {{"data", "/d"}, {"loss", "hinge"}});
+  EXPECT_NE(msg.find("allowed: cross_entropy"), std::string::npos) << msg;
+}
+
+TEST(Config, ModelLibIsAListFromFlagsAndToml) {
+  auto c = load_config("", {{"data", "/d"}, {"model_lib", "a.so,b/c.so"}});
+  EXPECT_EQ(c.model_lib, (std::vector<std::string>{"a.so", "b/c.so"}));
+  c = load_config(write_toml("model_lib = [\"x.so\", \"y.so\"]\ndata = \"/d\"\n"), {});
+  EXPECT_EQ(c.model_lib, (std::vector<std::string>{"x.so", "y.so"}));
+  c = load_config(write_toml("model_lib = \"z.so\"\ndata = \"/d\"\n"), {});
+  EXPECT_EQ(c.model_lib, (std::vector<std::string>{"z.so"}));
+  EXPECT_NE(error_of(write_toml("model_lib = [1]\ndata = \"/d\"\n"), {}).find("array of strings"), std::string::npos);
 }
 
 TEST(Config, MissingOrUnparsableFile) {

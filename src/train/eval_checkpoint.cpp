@@ -1,0 +1,100 @@
+#include "train/eval_checkpoint.h"
+
+#include <chrono>
+#include <memory>
+
+#include "ckpt/checkpoint.h"
+#include "comm/router.h"
+#include "dataset/loader.h"
+#include "ddp/ddp.h"
+#include "runtime/agree.h"
+#include "runtime/check.h"
+#include "runtime/device.h"
+#include "runtime/world.h"
+#include "train/evaluate.h"
+#include "train/loss.h"
+#include "train/model_registry.h"
+#include "train/torchscript_model.h"
+
+namespace hpctrain {
+namespace {
+
+// The factory that rebuilds the checkpoint's model, or a one-line reason why there is none.
+ModelFactory factory_for(const CheckpointState& st, const EvalRequest& req) {
+  if (!req.model.empty()) return resolve_model(req.model, req.model_lib).factory;
+  const nlohmann::json& meta = st.meta;
+  const std::string name = meta["model"].get<std::string>();
+  const std::string origin = meta.value("model_origin", std::string("zoo"));
+  if (origin == "torchscript") {
+    for (const auto& [tname, t] : st.tensors)
+      if (tname == kTorchScriptTensor) {
+        at::Tensor bytes = t.cpu().contiguous();
+        return torchscript_factory(std::string(static_cast<const char*>(bytes.data_ptr()), bytes.numel()),
+                                   req.ckpt + " (TorchScript module " + name + ")");
+      }
+    throw CollectiveError(req.ckpt + " holds no TorchScript module (a merged file keeps only the weights): "
+                          "evaluate the checkpoint directory, or pass --model " + name);
+  }
+  if (origin == "program")
+    throw CollectiveError(req.ckpt + " holds model \"" + name + "\" built by a program's own factory; "
+                          "evaluate it with that program (hpctrain::evaluate_checkpoint with its factory)");
+  for (const auto& lib : req.model_lib) load_model_library(lib);
+  for (const auto& e : registered_models())
+    if (e.name == name) return e.factory;
+  if (origin != "zoo")
+    throw CollectiveError(req.ckpt + " holds model \"" + name + "\" from the plugin " + origin +
+                          ", which is not loaded: pass --model-lib " + origin);
+  throw CollectiveError(req.ckpt + " holds model \"" + name + "\", which this build does not have");
+}
+
+}  // namespace
+
+nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactory factory) {
+  auto t0 = std::chrono::steady_clock::now();
+  DeviceChoice dev = choose_device(req.device, w.local_rank(), w.local_size(), visible_cuda_devices());
+  activate_device(dev);
+  c10::Device device = dev.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index))
+                                : c10::Device(c10::kCPU);
+  DeviceRouter comm(w.comm(), dev.cuda ? dev.index : -1);
+  LoaderOptions lo;
+  lo.batch_size = req.batch_size;
+  lo.shuffle = false;
+  lo.device = device;
+  // Every rank reads the same data file and checkpoint: a bad one is reported once (rank 0).
+  std::unique_ptr<Loader> loader;
+  ModelPtr model;
+  std::unique_ptr<Loss> loss;
+  CheckpointState st;
+  agree_on_failure(w.comm(), [&] {
+    loader = std::make_unique<Loader>(req.data + "/test.h5", w.size(), w.rank(), lo);
+    st = read_checkpoint(req.ckpt, device);
+    if (!st.meta.contains("model"))
+      throw CollectiveError(req.ckpt + " has no model name in its metadata (not written by hpctrain train)");
+    const auto& info = loader->info();
+    ModelSpec spec;
+    spec.name = st.meta["model"].get<std::string>();
+    spec.sample_shape = st.meta.value("sample_shape", info.sample_shape);
+    spec.num_classes = st.meta.value("num_classes", info.num_classes);
+    spec.device = device;
+    if (spec.sample_shape != info.sample_shape)
+      throw CollectiveError("the checkpoint's model takes samples of shape " + shape_string(spec.sample_shape) +
+                            " but " + req.data + "/test.h5 has " + shape_string(info.sample_shape));
+    model = (factory ? factory : factory_for(st, req))(spec);
+    if (!model) throw CollectiveError("model " + spec.name + ": its factory returned no model");
+    model->to(device);
+    NamedTensors target = model->named_parameters();
+    for (auto& b : model->named_buffers()) target.push_back(b);
+    load_model_state(st, target, "checkpoint " + req.ckpt);
+    std::string loss_name = "cross_entropy";
+    if (st.meta.contains("config")) loss_name = st.meta["config"].value("loss", loss_name);
+    loss = std::make_unique<Loss>(loss_name, spec.num_classes);
+  });
+  EvalResult r = evaluate(*model, [&](const at::Tensor& x) { return model->forward(x); }, *loss, *loader, comm);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {{"world_size", w.size()}, {"device", dev.cuda ? "cuda" : "cpu"},
+          {"ckpt", req.ckpt}, {"model", st.meta["model"]},
+          {"step", st.meta.value("step", int64_t{-1})}, {"test_loss", r.loss},
+          {"test_accuracy", r.accuracy}, {"samples", r.samples}, {"wall_s", wall}};
+}
+
+}  // namespace hpctrain

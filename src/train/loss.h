@@ -1,0 +1,37 @@
+// The training objective, chosen by --loss. Classification with integer labels uses
+// cross_entropy (the default): outputs [B, num_classes] logits, targets [B] int64 in
+// [0, num_classes).
+//
+// Contract:
+// - check_output(): the first batch's output against its targets; a mismatch is a
+//   CollectiveError naming both shapes ("model output [64,7] does not fit targets [64] with 10
+//   classes: cross_entropy needs [64,10]").
+// - mean_loss(): the batch mean (fp32), what backward runs on.
+// - per_sample(): [B] losses, for evaluation (padding samples are masked by the caller).
+// - correct(): [B] bool hits for classification losses; undefined tensor otherwise.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace hpctrain {
+
+class Loss {
+ public:
+  // `name` is the --loss value; `num_classes` the data set's (0 when targets are not classes).
+  Loss(const std::string& name, int64_t num_classes);
+  const std::string& name() const { return name_; }
+  bool classification() const { return true; }
+
+  void check_output(const at::Tensor& output, const at::Tensor& targets) const;
+  at::Tensor mean_loss(const at::Tensor& output, const at::Tensor& targets) const;
+  at::Tensor per_sample(const at::Tensor& output, const at::Tensor& targets) const;
+  at::Tensor correct(const at::Tensor& output, const at::Tensor& targets) const;
+
+ private:
+  std::string name_;
+  int64_t num_classes_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,2 @@
+// A shared library that loads fine but registers no model.
+extern "C" int no_models_here() { return 0; }
