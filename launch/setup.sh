@@ -38,6 +38,10 @@ if [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
     [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$HPCTRAIN_TORCH" numpy
   fi
+  # Python-side test packages (the pinned wheel's Python): h5py loads merged checkpoints back
+  # into Python modules (TorchScript tests).
+  "$VENV/bin/python" -c "import h5py" 2>/dev/null ||
+    "$VENV/bin/pip" install -q --disable-pip-version-check h5py
   TORCH_PREFIX=$("$VENV/bin/python" -c "import torch.utils; print(torch.utils.cmake_prefix_path)")
   PY=$VENV/bin/python
 else

@@ -9,13 +9,21 @@
 namespace hpctrain {
 
 struct DatasetInfo {
-  int64_t size = 0;                   // N
-  std::vector<int64_t> sample_shape;  // C,H,W (or the file's per-sample dims, with C=1 added)
+  int64_t size = 0;                   // N (all files of a multi-file data set together)
+  // Per-sample input shape as stored ([N, d1..dk] -> [d1..dk]); a uint8 [N,H,W] image file is
+  // seen as [N,1,H,W].
+  std::vector<int64_t> sample_shape;
+  std::string input_dtype = "uint8";  // uint8 (scaled by 1/255) | float16 | float32 (as stored)
+  // Classification: integer labels [N] in [0, num_classes). Regression: float targets
+  // [N, t1..tm] (target_shape = [t1..tm], num_classes = 0).
+  bool classification = true;
   int64_t num_classes = 0;            // attribute num_classes, else class_names' size, else max+1
-  std::vector<float> mean, std;       // per channel; attributes mean/std, else 0 and 1
+  std::vector<int64_t> target_shape;
+  std::vector<float> mean, std;       // per entry of the first sample dim (or one value); else 0 and 1
   bool has_stats = false;             // mean/std came from the file
-  bool uint8_pixels = true;           // false: float32 pixels
-  std::string path;
+  bool uint8_pixels = true;           // input_dtype == "uint8"
+  std::string path;                   // the (first) file
+  int64_t target_numel() const;
   int64_t sample_numel() const;
 };
 

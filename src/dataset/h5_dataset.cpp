@@ -13,6 +13,12 @@ int64_t DatasetInfo::sample_numel() const {
   return n;
 }
 
+int64_t DatasetInfo::target_numel() const {
+  int64_t n = 1;
+  for (auto d : target_shape) n *= d;
+  return n;
+}
+
 namespace {
 
 std::string type_name(hid_t t) {
@@ -49,90 +55,20 @@ std::vector<hsize_t> dims_of(hid_t ds) {
   return d;
 }
 
-}  // namespace
+bool is_float(hid_t t, size_t bytes) { return H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == bytes; }
 
-H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
-                          const std::string& labels, int64_t num_classes) {
-  auto g = h5::lock();
-  h5::silence_errors();
-  if (!std::filesystem::exists(path)) throw Error("data file " + path + " does not exist");
-  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + " is not an HDF5 file");
-  H5Dataset ds;
-  ds.info_.path = path;
-  ds.file_ = h5::Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!ds.file_.valid()) throw Error(path + ": cannot open as HDF5 (corrupt or truncated file)");
-  ds.images_ = open_dataset(ds.file_.get(), path, images);
-  h5::Handle lab = open_dataset(ds.file_.get(), path, labels);
-
-  auto idims = dims_of(ds.images_.get());
-  if (idims.size() < 3 || idims.size() > 5)
-    throw Error(path + ": dataset '" + images + "' has shape " + shape_str(idims) +
-                "; expected [N, then 2 to 4 sample dims]");
-  h5::Handle itype(H5Dget_type(ds.images_.get()));
-  const bool u8 = H5Tget_class(itype.get()) == H5T_INTEGER && H5Tget_size(itype.get()) == 1 &&
-                  H5Tget_sign(itype.get()) == H5T_SGN_NONE;
-  const bool f32 = H5Tget_class(itype.get()) == H5T_FLOAT && H5Tget_size(itype.get()) == 4;
-  if (!u8 && !f32)
-    throw Error(path + ": dataset '" + images + "' has dtype " + type_name(itype.get()) +
-                "; supported: uint8, float32");
-  ds.info_.uint8_pixels = u8;
-  ds.info_.size = int64_t(idims[0]);
-  if (idims.size() == 3) ds.info_.sample_shape.push_back(1);
-  for (size_t i = 1; i < idims.size(); ++i) ds.info_.sample_shape.push_back(int64_t(idims[i]));
-
-  auto ldims = dims_of(lab.get());
-  h5::Handle ltype(H5Dget_type(lab.get()));
-  if (ldims.size() != 1)
-    throw Error(path + ": dataset '" + labels + "' has shape " + shape_str(ldims) + "; expected [N]");
-  if (H5Tget_class(ltype.get()) != H5T_INTEGER)
-    throw Error(path + ": dataset '" + labels + "' has dtype " + type_name(ltype.get()) +
-                "; labels must be integers");
-  if (int64_t(ldims[0]) != ds.info_.size)
-    throw Error(path + ": '" + labels + "' has " + std::to_string(ldims[0]) + " entries but '" +
-                images + "' has " + std::to_string(ds.info_.size) + " samples");
-  ds.labels_.resize(ds.info_.size);
-  if (ds.info_.size &&
-      H5Dread(lab.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.labels_.data()) < 0)
-    throw Error(path + ": reading '" + labels + "' failed (corrupt or truncated file)");
-
-  int64_t classes = num_classes;
-  if (classes <= 0 && !h5::read_attr_int64(ds.file_.get(), "num_classes", &classes)) classes = 0;
-  if (classes <= 0) {
-    hid_t f = ds.file_.get();
-    if (H5Aexists(f, "class_names") > 0) {
-      h5::Handle a(H5Aopen(f, "class_names", H5P_DEFAULT));
-      h5::Handle sp(H5Aget_space(a.get()));
-      classes = H5Sget_simple_extent_npoints(sp.get());
-    }
-  }
-  const bool inferred = classes <= 0;
-  if (inferred)
-    classes = ds.labels_.empty() ? 0 : *std::max_element(ds.labels_.begin(), ds.labels_.end()) + 1;
-  for (int64_t i = 0; i < ds.info_.size; ++i)
-    if (ds.labels_[i] < 0 || ds.labels_[i] >= classes)
-      throw Error(path + ": label " + std::to_string(ds.labels_[i]) + " at index " + std::to_string(i) +
-                  " is outside [0, " + std::to_string(classes) + ")");
-  ds.info_.num_classes = classes;
-
-  const int64_t c = ds.info_.sample_shape[0];
-  ds.info_.has_stats = h5::read_attr_floats(ds.file_.get(), "mean", &ds.info_.mean) &&
-                       h5::read_attr_floats(ds.file_.get(), "std", &ds.info_.std) &&
-                       int64_t(ds.info_.mean.size()) == c && int64_t(ds.info_.std.size()) == c;
-  if (!ds.info_.has_stats) ds.info_.mean.assign(c, 0.f), ds.info_.std.assign(c, 1.f);
-  return ds;
-}
-
-void H5Dataset::read(const std::vector<int64_t>& sorted, float* out) const {
-  if (sorted.empty()) return;
-  const int64_t numel = info_.sample_numel();
+// Reads rows `sorted` (ascending, repeats allowed) of `ds` [N, ...] as float into
+// out[i * row_numel ...] in the order given: the runs of consecutive rows are fetched with ONE
+// H5Dread over the union of their hyperslabs. `u8` reads uint8 storage (values unscaled).
+void read_rows(hid_t ds, bool u8, const std::vector<int64_t>& sorted, int64_t row_numel, int64_t rows,
+               const std::string& what, float* out) {
   std::vector<int64_t> uniq(sorted);
   uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-  if (uniq.front() < 0 || uniq.back() >= info_.size)
-    throw Error(info_.path + ": sample index out of range [0, " + std::to_string(info_.size) + ")");
-
+  if (uniq.front() < 0 || uniq.back() >= rows)
+    throw Error(what + ": sample index out of range [0, " + std::to_string(rows) + ")");
   auto g = h5::lock();
   h5::silence_errors();  // the automatic error printing is per thread in thread-safe builds
-  h5::Handle fspace(H5Dget_space(images_.get()));
+  h5::Handle fspace(H5Dget_space(ds));
   const int rank = H5Sget_simple_extent_ndims(fspace.get());
   std::vector<hsize_t> full(rank);
   H5Sget_simple_extent_dims(fspace.get(), full.data(), nullptr);
@@ -144,33 +80,138 @@ void H5Dataset::read(const std::vector<int64_t>& sorted, float* out) const {
     start[0] = hsize_t(uniq[i]);
     count[0] = hsize_t(j - i);
     if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_OR, start.data(), nullptr, count.data(), nullptr) < 0)
-      throw Error(info_.path + ": selecting samples failed");
+      throw Error(what + ": selecting samples failed");
     i = j;
   }
-  hsize_t mcount = hsize_t(uniq.size()) * hsize_t(numel);
+  hsize_t mcount = hsize_t(uniq.size()) * hsize_t(row_numel);
   h5::Handle mspace(H5Screate_simple(1, &mcount, nullptr));
   std::vector<float> fbuf;
   std::vector<uint8_t> ubuf;
   void* dst;
-  if (info_.uint8_pixels) ubuf.resize(mcount), dst = ubuf.data();
+  if (u8) ubuf.resize(mcount), dst = ubuf.data();
   else fbuf.resize(mcount), dst = fbuf.data();
-  ++read_calls_;
-  if (H5Dread(images_.get(), info_.uint8_pixels ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, mspace.get(),
-              fspace.get(), H5P_DEFAULT, dst) < 0)
-    throw Error(info_.path + ": reading images failed (corrupt or truncated file)");
+  if (H5Dread(ds, u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, dst) < 0)
+    throw Error(what + ": reading failed (corrupt or truncated file)");
   g.unlock();
   // Scatter (the union comes back in ascending order) and repeat duplicates.
   size_t u = 0;
   for (size_t i = 0; i < sorted.size(); ++i) {
     while (uniq[u] != sorted[i]) ++u;
-    float* o = out + i * numel;
-    if (info_.uint8_pixels) {
-      const uint8_t* s = ubuf.data() + u * numel;
-      for (int64_t k = 0; k < numel; ++k) o[k] = float(s[k]);
+    float* o = out + i * row_numel;
+    if (u8) {
+      const uint8_t* src = ubuf.data() + u * row_numel;
+      for (int64_t k = 0; k < row_numel; ++k) o[k] = float(src[k]);
     } else {
-      std::copy_n(fbuf.data() + u * numel, numel, o);
+      std::copy_n(fbuf.data() + u * row_numel, row_numel, o);
     }
   }
+}
+
+}  // namespace
+
+H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
+                          const std::string& labels, int64_t num_classes, bool regression) {
+  auto g = h5::lock();
+  h5::silence_errors();
+  if (!std::filesystem::exists(path)) throw Error("data file " + path + " does not exist");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + " is not an HDF5 file");
+  H5Dataset ds;
+  ds.info_.path = path;
+  ds.file_ = h5::Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!ds.file_.valid()) throw Error(path + ": cannot open as HDF5 (corrupt or truncated file)");
+  ds.images_ = open_dataset(ds.file_.get(), path, images);
+
+  auto idims = dims_of(ds.images_.get());
+  if (idims.size() < 2)
+    throw Error(path + ": dataset '" + images + "' has shape " + shape_str(idims) +
+                "; expected [N, d1..dk] with k >= 1 sample dims");
+  h5::Handle itype(H5Dget_type(ds.images_.get()));
+  const bool u8 = H5Tget_class(itype.get()) == H5T_INTEGER && H5Tget_size(itype.get()) == 1 &&
+                  H5Tget_sign(itype.get()) == H5T_SGN_NONE;
+  const bool f16 = is_float(itype.get(), 2), f32 = is_float(itype.get(), 4);
+  if (!u8 && !f16 && !f32)
+    throw Error(path + ": dataset '" + images + "' has dtype " + type_name(itype.get()) +
+                "; supported: uint8, float16, float32");
+  ds.info_.uint8_pixels = u8;
+  ds.info_.input_dtype = u8 ? "uint8" : f16 ? "float16" : "float32";
+  ds.info_.size = int64_t(idims[0]);
+  if (idims.size() == 3 && u8) ds.info_.sample_shape.push_back(1);  // [N,H,W] images: one channel
+  for (size_t i = 1; i < idims.size(); ++i) ds.info_.sample_shape.push_back(int64_t(idims[i]));
+
+  if (H5Lexists(ds.file_.get(), labels.c_str(), H5P_DEFAULT) <= 0) {
+    const char* other = regression ? "labels" : "targets";
+    bool has_other = H5Lexists(ds.file_.get(), other, H5P_DEFAULT) > 0;
+    std::string hint = !has_other ? ""
+                       : regression ? " (it has integer 'labels': use --loss cross_entropy)"
+                                    : " (it has 'targets': use --loss mse for float targets)";
+    throw Error(path + ": dataset '" + labels + "' not found" + hint);
+  }
+  h5::Handle lab = open_dataset(ds.file_.get(), path, labels);
+  auto ldims = dims_of(lab.get());
+  h5::Handle ltype(H5Dget_type(lab.get()));
+  if (ldims.empty() || int64_t(ldims[0]) != ds.info_.size)
+    throw Error(path + ": '" + labels + "' has " + std::to_string(ldims.empty() ? 0 : ldims[0]) + " entries but '" +
+                images + "' has " + std::to_string(ds.info_.size) + " samples");
+  if (regression) {
+    if (H5Tget_class(ltype.get()) != H5T_FLOAT)
+      throw Error(path + ": dataset '" + labels + "' has dtype " + type_name(ltype.get()) +
+                  "; regression targets must be float16/32/64 (integer class labels need --loss cross_entropy)");
+    ds.info_.classification = false;
+    for (size_t i = 1; i < ldims.size(); ++i) ds.info_.target_shape.push_back(int64_t(ldims[i]));
+    ds.targets_ = std::move(lab);
+  } else {
+    if (ldims.size() != 1)
+      throw Error(path + ": dataset '" + labels + "' has shape " + shape_str(ldims) + "; expected [N]");
+    if (H5Tget_class(ltype.get()) != H5T_INTEGER)
+      throw Error(path + ": dataset '" + labels + "' has dtype " + type_name(ltype.get()) +
+                  "; labels must be integers (float targets need --loss mse|l1|smooth_l1)");
+    ds.labels_.resize(ds.info_.size);
+    if (ds.info_.size &&
+        H5Dread(lab.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.labels_.data()) < 0)
+      throw Error(path + ": reading '" + labels + "' failed (corrupt or truncated file)");
+
+    int64_t classes = num_classes;
+    if (classes <= 0 && !h5::read_attr_int64(ds.file_.get(), "num_classes", &classes)) classes = 0;
+    if (classes <= 0) {
+      hid_t f = ds.file_.get();
+      if (H5Aexists(f, "class_names") > 0) {
+        h5::Handle a(H5Aopen(f, "class_names", H5P_DEFAULT));
+        h5::Handle sp(H5Aget_space(a.get()));
+        classes = H5Sget_simple_extent_npoints(sp.get());
+      }
+    }
+    if (classes <= 0)
+      classes = ds.labels_.empty() ? 0 : *std::max_element(ds.labels_.begin(), ds.labels_.end()) + 1;
+    for (int64_t i = 0; i < ds.info_.size; ++i)
+      if (ds.labels_[i] < 0 || ds.labels_[i] >= classes)
+        throw Error(path + ": label " + std::to_string(ds.labels_[i]) + " at index " + std::to_string(i) +
+                    " is outside [0, " + std::to_string(classes) + ")");
+    ds.info_.num_classes = classes;
+  }
+
+  const size_t c = size_t(ds.info_.sample_shape[0]);
+  ds.info_.has_stats = h5::read_attr_floats(ds.file_.get(), "mean", &ds.info_.mean) &&
+                       h5::read_attr_floats(ds.file_.get(), "std", &ds.info_.std) &&
+                       ds.info_.mean.size() == ds.info_.std.size() &&
+                       (ds.info_.mean.size() == c || ds.info_.mean.size() == 1);
+  if (!ds.info_.has_stats) ds.info_.mean.assign(c, 0.f), ds.info_.std.assign(c, 1.f);
+  if (ds.info_.mean.size() == 1 && c > 1) {  // one value for every entry
+    ds.info_.mean.assign(c, ds.info_.mean[0]);
+    ds.info_.std.assign(c, ds.info_.std[0]);
+  }
+  return ds;
+}
+
+void H5Dataset::read(const std::vector<int64_t>& sorted, float* out) const {
+  if (sorted.empty()) return;
+  ++read_calls_;
+  read_rows(images_.get(), info_.uint8_pixels, sorted, info_.sample_numel(), info_.size, info_.path + " (inputs)", out);
+}
+
+void H5Dataset::read_targets(const std::vector<int64_t>& sorted, float* out) const {
+  if (sorted.empty()) return;
+  if (!targets_.valid()) throw Error(info_.path + ": no float targets (a classification file)");
+  read_rows(targets_.get(), false, sorted, info_.target_numel(), info_.size, info_.path + " (targets)", out);
 }
 
 }  // namespace hpctrain

@@ -1,13 +1,14 @@
-// Read side of an image-classification HDF5 file: validation up front, then reads of chosen
-// samples. Any file with an image dataset [N, d1..dk] (k = 2..4; a [N,H,W] file is seen as
-// [N,1,H,W]) of uint8 or float32 and an integer label dataset [N] works; the dataset names are
-// configurable. No LibTorch here, so writers and tools link it cheaply.
+// Read side of one HDF5 data file: validation up front, then reads of chosen samples. An input
+// dataset [N, d1..dk] (k >= 1; a uint8 [N,H,W] image file is seen as [N,1,H,W]) of uint8,
+// float16 or float32, plus either integer labels [N] (classification) or float targets
+// [N, t1..tm] (regression); the dataset names are configurable. No LibTorch here, so writers and
+// tools link it cheaply.
 //
 // Contract of open(): every problem is found before training starts and reported as one
 // hpctrain::Error line naming the file and the cause: file missing, not HDF5 (or truncated),
 // dataset missing, unsupported rank or dtype, label count != image count, a label outside
-// [0, num_classes). Labels are read and checked once at open (N int64s: small); images are read
-// on demand.
+// [0, num_classes), labels that are not integers (or targets that are not floats). Labels are
+// read and checked once at open (N int64s: small); inputs and float targets are read on demand.
 //
 // Thread use: one H5Dataset per reading thread (the loader opens one for its own thread); all
 // HDF5 calls are made under h5::lock() (see h5_util.h for why).
@@ -27,8 +28,10 @@ namespace hpctrain {
 class H5Dataset {
  public:
   // Opens and validates (see the contract above). num_classes > 0 overrides the file's value.
+  // With regression, `labels` names the float target dataset instead.
   static H5Dataset open(const std::string& path, const std::string& images = "images",
-                        const std::string& labels = "labels", int64_t num_classes = 0);
+                        const std::string& labels = "labels", int64_t num_classes = 0,
+                        bool regression = false);
 
   const DatasetInfo& info() const { return info_; }
   const std::vector<int64_t>& labels() const { return labels_; }
@@ -38,6 +41,8 @@ class H5Dataset {
   // coalesced into runs of consecutive samples and fetched with ONE H5Dread over the union of
   // those hyperslabs, so a batch costs one read however it is scattered.
   void read(const std::vector<int64_t>& sorted, float* out) const;
+  // The same for the float targets of a regression file (target_numel() floats per sample).
+  void read_targets(const std::vector<int64_t>& sorted, float* out) const;
 
   // Number of H5Dread calls made by read() so far (tests check reads are coalesced).
   int64_t read_calls() const { return read_calls_; }
@@ -45,7 +50,7 @@ class H5Dataset {
  private:
   DatasetInfo info_;
   std::vector<int64_t> labels_;
-  h5::Handle file_, images_;
+  h5::Handle file_, images_, targets_;
   mutable int64_t read_calls_ = 0;
 };
 

@@ -12,14 +12,28 @@
 
 namespace hpctrain {
 
+namespace {
+DataSourceOptions source_options(const LoaderOptions& o) {
+  DataSourceOptions d;
+  d.inputs = o.images;
+  d.targets = o.labels;
+  d.regression = o.regression;
+  return d;
+}
+}  // namespace
+
 Loader::Loader(std::string path, int world, int rank, LoaderOptions opts)
+    : Loader(std::vector<std::string>{std::move(path)}, world, rank, std::move(opts)) {}
+
+Loader::Loader(const std::vector<std::string>& files, int world, int rank, LoaderOptions opts)
     : opts_(std::move(opts)),
-      dataset_(std::make_unique<H5Dataset>(H5Dataset::open(path, opts_.images, opts_.labels))),
-      sampler_(dataset_->info().size, world, rank, opts_.shuffle, opts_.seed, opts_.drop_last),
+      dataset_(files, source_options(opts_)),
+      sampler_(dataset_.info().size, world, rank, opts_.shuffle, opts_.seed, opts_.drop_last),
       mover_(opts_.device) {
   if (opts_.batch_size <= 0) throw Error("loader: batch size must be positive");
   if (opts_.prefetch < 0) throw Error("loader: prefetch must be >= 0");
-  const auto& inf = dataset_->info();
+  const auto& inf = dataset_.info();
+  const std::string path = inf.path;
   const int64_t c = inf.sample_shape[0];
   mean_ = opts_.mean.empty() ? inf.mean : opts_.mean;
   std_ = opts_.std.empty() ? inf.std : opts_.std;
@@ -36,7 +50,6 @@ Loader::Loader(std::string path, int world, int rank, LoaderOptions opts)
 
 Loader::~Loader() { stop(); }
 
-const DatasetInfo& Loader::info() const { return dataset_->info(); }
 
 int64_t Loader::batches_per_epoch() const { return sampler_.num_batches(opts_.batch_size); }
 
@@ -78,7 +91,7 @@ Batch Loader::assemble(int64_t b) const {
   std::vector<bool> valid;
   const std::vector<int64_t> idx = sampler_.batch(b, opts_.batch_size, &valid);
   const int64_t n = int64_t(idx.size());
-  const auto& inf = dataset_->info();
+  const auto& inf = dataset_.info();
   const int64_t numel = inf.sample_numel();
   // Read in ascending index order (one coalesced H5Dread), then put each sample in its slot.
   std::vector<int64_t> order(n);
@@ -87,18 +100,27 @@ Batch Loader::assemble(int64_t b) const {
   std::vector<int64_t> sorted(n);
   for (int64_t k = 0; k < n; ++k) sorted[k] = idx[order[k]];
   std::vector<float> raw(size_t(n * numel));
-  dataset_->read(sorted, raw.data());
+  dataset_.read(sorted, raw.data());
 
   std::vector<int64_t> shape = {n};
   shape.insert(shape.end(), inf.sample_shape.begin(), inf.sample_shape.end());
   Batch out;
   out.images = at::empty(shape, at::kFloat);
-  out.labels = at::empty({n}, at::kLong);
+  std::vector<int64_t> tshape = {n};
+  tshape.insert(tshape.end(), inf.target_shape.begin(), inf.target_shape.end());
+  out.labels = inf.classification ? at::empty({n}, at::kLong) : at::empty(tshape, at::kFloat);
+  std::vector<float> traw;
+  const int64_t tnumel = inf.target_numel();
+  if (!inf.classification) {
+    traw.resize(size_t(n * tnumel));
+    dataset_.read_targets(sorted, traw.data());
+  }
   out.valid = at::empty({n}, at::kBool);
   out.epoch = sampler_.epoch();
   out.index = b;
   float* img = out.images.data_ptr<float>();
-  int64_t* lab = out.labels.data_ptr<int64_t>();
+  int64_t* lab = inf.classification ? out.labels.data_ptr<int64_t>() : nullptr;
+  float* tgt = inf.classification ? nullptr : out.labels.data_ptr<float>();
   bool* val = out.valid.data_ptr<bool>();
   const int64_t c = inf.sample_shape[0], plane = numel / c;
   const float scale = inf.uint8_pixels ? 1.f / 255.f : 1.f;
@@ -110,7 +132,8 @@ Batch Loader::assemble(int64_t b) const {
       augment_sample(x, c, inf.sample_shape[1], inf.sample_shape[2], opts_.augment_pad,
                      sample_seed(opts_.seed, sampler_.epoch(), sorted[k]));
     normalize_sample(x, c, plane, scale, mean_, std_);
-    lab[slot] = dataset_->labels()[sorted[k]];
+    if (lab) lab[slot] = dataset_.label(sorted[k]);
+    else std::copy_n(traw.data() + k * tnumel, tnumel, tgt + slot * tnumel);
     val[slot] = valid[slot];
   }
   return out;

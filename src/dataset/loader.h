@@ -12,8 +12,11 @@
 //   Destruction or start_epoch() mid-epoch stops and joins the thread cleanly.
 // - The constructor starts epoch 0 at batch 0 (so a plain loop can call next() at once);
 //   start_epoch()/start_at() restart it anywhere.
-// - The H5Dataset handle is opened once in the constructor (validating the file on the caller's
-//   thread, so errors come before training) and afterwards used only by the producing thread.
+// - The data files are opened once in the constructor (validating them on the caller's thread,
+//   so errors come before training) and afterwards used only by the producing thread. Several
+//   numbered files are one data set (dataset/data_source.h).
+// - Batch.images has the file's per-sample shape; Batch.labels holds int64 class labels [B], or
+//   float targets [B, t1..tm] when `regression` is set.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -29,13 +32,12 @@
 #include <thread>
 
 #include "dataset/batch.h"
+#include "dataset/data_source.h"
 #include "dataset/dataset_info.h"
 #include "dataset/sampler.h"
 #include "dataset/transfer.h"
 
 namespace hpctrain {
-
-class H5Dataset;
 
 struct LoaderOptions {
   int64_t batch_size = 64;
@@ -47,12 +49,15 @@ struct LoaderOptions {
   uint64_t seed = 0;
   c10::Device device = c10::kCPU;
   std::string images = "images", labels = "labels";
+  bool regression = false;       // read `labels` as the float target dataset (e.g. "targets")
   std::vector<float> mean, std;  // empty: the file's (training set's) values
 };
 
 class Loader {
  public:
   Loader(std::string path, int world, int rank, LoaderOptions opts);
+  // One data set from several files, in order (split_files() finds DIR/train-NNNNN.h5).
+  Loader(const std::vector<std::string>& files, int world, int rank, LoaderOptions opts);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -69,7 +74,7 @@ class Loader {
   // Where a resume should continue after the batches next() has returned so far.
   SamplerPosition position() const;
   double data_wait_seconds() const { return wait_seconds_; }
-  const DatasetInfo& info() const;
+  const DatasetInfo& info() const { return dataset_.info(); }
   const DistributedSampler& sampler() const { return sampler_; }
   const LoaderOptions& options() const { return opts_; }
 
@@ -85,7 +90,7 @@ class Loader {
   void launch(int64_t first);
 
   LoaderOptions opts_;
-  std::unique_ptr<H5Dataset> dataset_;  // opened (validated) by the constructor
+  DataSource dataset_;  // opened (validated) by the constructor
   DistributedSampler sampler_;
   BatchMover mover_;
   std::vector<float> mean_, std_;

@@ -143,8 +143,10 @@ const std::vector<FieldSpec>& config_fields() {
   static const std::vector<FieldSpec> fields = {
       {"model", K::kString, "model name: mlp|cnn|resnet or a plugin's (hpctrain models lists them)"},
       {"model_lib", K::kStringList, "model plugin LIB.so to load (repeatable)"},
-      {"loss", K::kString, "training loss: cross_entropy", {"cross_entropy"}},
-      {"data", K::kString, "directory with train.h5 and test.h5"},
+      {"loss", K::kString, "training loss: cross_entropy (integer labels) | mse | l1 | smooth_l1 (float targets)",
+       {"cross_entropy", "mse", "l1", "smooth_l1"}},
+      {"targets_key", K::kString, "dataset of float targets for regression losses"},
+      {"data", K::kString, "directory with train.h5 and test.h5, or numbered train-00000.h5... and test-00000.h5..."},
       {"epochs", K::kInt, "epochs to train", {}, 1, 1e9},
       {"max_steps", K::kInt, "stop after this many optimizer steps (0: no limit)", {}, 0, 1e12},
       {"batch_size", K::kInt, "per-rank batch size", {}, 1, 1e9},
@@ -224,7 +226,7 @@ TrainConfig load_config(const std::string& toml_path,
 }
 
 #define HPC_CONFIG_FIELDS(X)                                                               \
-  X(model) X(model_lib) X(loss) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
+  X(model) X(model_lib) X(loss) X(targets_key) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
   X(nesterov) X(weight_decay) X(schedule) X(warmup_steps) X(step_size) X(gamma)            \
   X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(device) X(sync_bn) X(amp) X(bucket_mb) \
   X(prefetch) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \

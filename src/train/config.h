@@ -22,7 +22,8 @@ namespace hpctrain {
 struct TrainConfig {
   std::string model = "cnn";             // a zoo or plugin model name (hpctrain models)
   std::vector<std::string> model_lib;    // plugins to load (--model-lib, repeatable)
-  std::string loss = "cross_entropy";
+  std::string loss = "cross_entropy";   // cross_entropy (labels) | mse | l1 | smooth_l1 (float targets)
+  std::string targets_key = "targets";  // the float target dataset of a regression file
   std::string data;
   int64_t epochs = 1;
   int64_t max_steps = 0;  // 0: no limit

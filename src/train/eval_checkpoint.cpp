@@ -5,6 +5,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "comm/router.h"
+#include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
 #include "runtime/agree.h"
@@ -66,8 +67,15 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
   std::unique_ptr<Loss> loss;
   CheckpointState st;
   agree_on_failure(w.comm(), [&] {
-    loader = std::make_unique<Loader>(req.data + "/test.h5", w.size(), w.rank(), lo);
     st = read_checkpoint(req.ckpt, device);
+    std::string loss_name = "cross_entropy", targets_key = "targets";
+    if (st.meta.contains("config")) {
+      loss_name = st.meta["config"].value("loss", loss_name);
+      targets_key = st.meta["config"].value("targets_key", targets_key);
+    }
+    lo.regression = Loss::regression(loss_name);
+    if (lo.regression) lo.labels = targets_key;
+    loader = std::make_unique<Loader>(split_files(req.data, "test"), w.size(), w.rank(), lo);
     if (!st.meta.contains("model"))
       throw CollectiveError(req.ckpt + " has no model name in its metadata (not written by hpctrain train)");
     const auto& info = loader->info();
@@ -75,18 +83,17 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
     spec.name = st.meta["model"].get<std::string>();
     spec.sample_shape = st.meta.value("sample_shape", info.sample_shape);
     spec.num_classes = st.meta.value("num_classes", info.num_classes);
+    spec.target_shape = st.meta.value("target_shape", info.target_shape);
     spec.device = device;
     if (spec.sample_shape != info.sample_shape)
       throw CollectiveError("the checkpoint's model takes samples of shape " + shape_string(spec.sample_shape) +
-                            " but " + req.data + "/test.h5 has " + shape_string(info.sample_shape));
+                            " but the test set in " + req.data + " has " + shape_string(info.sample_shape));
     model = (factory ? factory : factory_for(st, req))(spec);
     if (!model) throw CollectiveError("model " + spec.name + ": its factory returned no model");
     model->to(device);
     NamedTensors target = model->named_parameters();
     for (auto& b : model->named_buffers()) target.push_back(b);
     load_model_state(st, target, "checkpoint " + req.ckpt);
-    std::string loss_name = "cross_entropy";
-    if (st.meta.contains("config")) loss_name = st.meta["config"].value("loss", loss_name);
     loss = std::make_unique<Loss>(loss_name, spec.num_classes);
   });
   EvalResult r = evaluate(*model, [&](const at::Tensor& x) { return model->forward(x); }, *loss, *loader, comm);

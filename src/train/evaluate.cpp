@@ -1,6 +1,8 @@
 #include "train/evaluate.h"
 
 #include <ATen/ATen.h>
+
+#include <cmath>
 #include <ATen/core/grad_mode.h>
 
 #include "comm/communicator.h"
@@ -36,7 +38,8 @@ EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Load
   EvalResult r;
   r.samples = static_cast<int64_t>(sums[2].item<double>());
   r.loss = r.samples ? sums[0].item<double>() / r.samples : 0;
-  r.accuracy = r.samples ? sums[1].item<double>() / r.samples : 0;
+  r.accuracy = !loss.classification() ? std::nan("")  // JSON null: regression has no accuracy
+               : r.samples ? sums[1].item<double>() / r.samples : 0;
   return r;
 }
 

@@ -18,7 +18,7 @@ class Model;
 
 struct EvalResult {
   double loss = 0;      // mean loss over the dataset
-  double accuracy = 0;  // correct / samples (classification losses)
+  double accuracy = 0;  // correct / samples (classification losses); NaN for regression
   int64_t samples = 0;
 };
 

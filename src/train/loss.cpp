@@ -8,12 +8,26 @@
 namespace hpctrain {
 
 Loss::Loss(const std::string& name, int64_t num_classes) : name_(name), num_classes_(num_classes) {
-  if (name_ != "cross_entropy")
-    throw CollectiveError("--loss " + name_ + " is not known (allowed: cross_entropy)");
+  if (name_ != "cross_entropy" && name_ != "mse" && name_ != "l1" && name_ != "smooth_l1")
+    throw CollectiveError("--loss " + name_ + " is not known (allowed: cross_entropy|mse|l1|smooth_l1)");
 }
+
+namespace {
+at::Tensor regression_loss(const std::string& name, const at::Tensor& out, const at::Tensor& t, at::Reduction::Reduction r) {
+  at::Tensor o = out.to(at::kFloat);
+  if (name == "mse") return at::mse_loss(o, t, r);
+  if (name == "l1") return at::l1_loss(o, t, r);
+  return at::smooth_l1_loss(o, t, r, 1.0);
+}
+}  // namespace
 
 void Loss::check_output(const at::Tensor& out, const at::Tensor& targets) const {
   const int64_t b = targets.size(0);
+  if (!classification()) {
+    if (out.sizes() == targets.sizes()) return;
+    throw CollectiveError("model output " + shape_string(out.sizes()) + " does not fit targets " +
+                          shape_string(targets.sizes()) + ": " + name_ + " needs the targets' shape");
+  }
   if (out.dim() == 2 && out.size(0) == b && out.size(1) == num_classes_) return;
   throw CollectiveError("model output " + shape_string(out.sizes()) + " does not fit targets " +
                         shape_string(targets.sizes()) + " with " + std::to_string(num_classes_) +
@@ -22,14 +36,20 @@ void Loss::check_output(const at::Tensor& out, const at::Tensor& targets) const 
 }
 
 at::Tensor Loss::mean_loss(const at::Tensor& out, const at::Tensor& targets) const {
+  if (!classification()) return regression_loss(name_, out, targets, at::Reduction::Mean);
   return at::cross_entropy_loss(out.to(at::kFloat), targets);
 }
 
 at::Tensor Loss::per_sample(const at::Tensor& out, const at::Tensor& targets) const {
+  if (!classification()) {
+    at::Tensor l = regression_loss(name_, out, targets, at::Reduction::None);
+    return l.dim() > 1 ? l.flatten(1).mean(1) : l;
+  }
   return at::cross_entropy_loss(out.to(at::kFloat), targets, {}, at::Reduction::None);
 }
 
 at::Tensor Loss::correct(const at::Tensor& out, const at::Tensor& targets) const {
+  if (!classification()) return {};
   return out.argmax(1).eq(targets);
 }
 

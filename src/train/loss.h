@@ -1,6 +1,7 @@
 // The training objective, chosen by --loss. Classification with integer labels uses
 // cross_entropy (the default): outputs [B, num_classes] logits, targets [B] int64 in
-// [0, num_classes).
+// [0, num_classes). Regression (mse, l1, smooth_l1) compares outputs with float targets of the
+// same shape [B, t1..tm]; per-sample losses are means over the target's entries.
 //
 // Contract:
 // - check_output(): the first batch's output against its targets; a mismatch is a
@@ -22,7 +23,9 @@ class Loss {
   // `name` is the --loss value; `num_classes` the data set's (0 when targets are not classes).
   Loss(const std::string& name, int64_t num_classes);
   const std::string& name() const { return name_; }
-  bool classification() const { return true; }
+  // cross_entropy; the others read float targets (regression(name) tells before any file is read).
+  bool classification() const { return name_ == "cross_entropy"; }
+  static bool regression(const std::string& name) { return name != "cross_entropy"; }
 
   void check_output(const at::Tensor& output, const at::Tensor& targets) const;
   at::Tensor mean_loss(const at::Tensor& output, const at::Tensor& targets) const;

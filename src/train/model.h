@@ -51,7 +51,8 @@ using ModelPtr = std::shared_ptr<Model>;
 struct ModelSpec {
   std::string name;                   // the model name asked for (--model)
   std::vector<int64_t> sample_shape;  // per-sample input shape, e.g. [1, 28, 28]
-  int64_t num_classes = 0;            // classification targets: the number of classes
+  int64_t num_classes = 0;            // classification targets: the number of classes (0: regression)
+  std::vector<int64_t> target_shape;  // regression: per-sample target shape (output [B, target_shape...])
   // With --sync-bn: the communicator to build SyncBatchNorm layers with (pass it to
   // hpctrain::make_batch_norm, ddp/sync_batchnorm.h); null otherwise. BatchNorm layers held in
   // a Sequential/ModuleList/ModuleDict are converted by the trainer anyway.

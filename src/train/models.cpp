@@ -63,7 +63,8 @@ struct GlobalAvgPoolImpl : nn::Module {
 TORCH_MODULE(GlobalAvgPool);
 
 ClassifierNet make_mlp(const std::vector<int64_t>& shape, int64_t classes) {
-  int64_t in = shape[0] * shape[1] * shape[2];
+  int64_t in = 1;
+  for (int64_t d : shape) in *= d;
   nn::Sequential features(nn::Flatten(), nn::Linear(in, 512), nn::ReLU(), nn::Linear(512, 256),
                           nn::ReLU());
   return ClassifierNet(features, nn::Sequential(nn::Linear(256, classes)));
@@ -103,11 +104,11 @@ ClassifierNet make_resnet(const std::vector<int64_t>& shape, int64_t classes, co
 
 ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& shape,
                          int64_t num_classes, const NormFactory& norm) {
+  if (num_classes < 1) throw CollectiveError("model " + name + " needs at least one output");
+  if (name == "mlp") return make_mlp(shape, num_classes);
   if (shape.size() != 3)
     throw CollectiveError("model " + name + " needs [C,H,W] samples, the data has " +
                           std::to_string(shape.size()) + " sample dimension(s)");
-  if (num_classes < 2) throw CollectiveError("the data has fewer than 2 classes");
-  if (name == "mlp") return make_mlp(shape, num_classes);
   if ((name == "cnn" || name == "resnet") && (shape[1] < 4 || shape[2] < 4))
     throw CollectiveError("model " + name + " needs images of at least 4x4");
   if (name == "cnn") return make_cnn(shape, num_classes, norm);
@@ -120,7 +121,7 @@ namespace {
 // The zoo behind the model interface: BatchNorm layers become SyncBatchNorm (tags bn0, bn1, ...)
 // when the spec carries a communicator.
 ModelFactory zoo_factory() {
-  return [](const ModelSpec& spec) {
+  return [](const ModelSpec& spec) -> ModelPtr {
     NormFactory norm = batchnorm2d_factory();
     if (spec.sync_bn) {
       auto counter = std::make_shared<int>(0);
@@ -129,7 +130,20 @@ ModelFactory zoo_factory() {
         return make_batch_norm(2, nn::BatchNormOptions(ch), c, "bn" + std::to_string((*counter)++));
       };
     }
-    return module_model(make_model(spec.name, spec.sample_shape, spec.num_classes, norm));
+    if (spec.num_classes > 0) {
+      if (spec.num_classes < 2) throw CollectiveError("the data has fewer than 2 classes");
+      return module_model(make_model(spec.name, spec.sample_shape, spec.num_classes, norm));
+    }
+    // Regression: one output per target entry, shaped like the targets.
+    int64_t outputs = 1;
+    for (int64_t d : spec.target_shape) outputs *= d;
+    ClassifierNet net = make_model(spec.name, spec.sample_shape, outputs, norm);
+    std::vector<int64_t> tshape = spec.target_shape;
+    return std::make_shared<ModuleModel>(net.ptr(), [raw = net.get(), tshape](const at::Tensor& x) {
+      std::vector<int64_t> shape{x.size(0)};
+      shape.insert(shape.end(), tshape.begin(), tshape.end());
+      return raw->forward(x).view(shape);
+    });
   };
 }
 

@@ -6,7 +6,9 @@
 // - `cnn` is exactly DESIGN.md's network: conv(C->32,3x3,p1)-BN-ReLU-maxpool2-conv(32->64,3x3,p1)-
 //   BN-ReLU-maxpool2-flatten-linear(64*(H/4)*(W/4)->256)-ReLU-linear(256->classes); 824,650
 //   parameters for 1x28x28 and 10 classes.
-// - `mlp`: flatten-784->512-ReLU-512->256-ReLU-256->classes, no BN.
+// - `mlp`: flatten-(sample numel)->512-ReLU-512->256-ReLU-256->classes, no BN; any sample shape.
+// - Behind the model interface (the registry's zoo entries), a regression spec (num_classes 0)
+//   gets one output per target entry, shaped [B, target_shape...].
 // - `resnet`: a small pre-activation ResNet (stem conv 3x3 to 48, three stages of one
 //   pre-activation basic block each at 48/96/192 channels, strides 1/2/2, BN-ReLU,
 //   global average pool, linear), for 28x28 or 32x32 inputs; 690,394 parameters for 1x28x28
@@ -37,7 +39,8 @@ struct ClassifierNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(ClassifierNet);
 
-// `sample_shape` is [C, H, W]. Throws CollectiveError for an unknown name or unusable shape.
+// `sample_shape` is [C, H, W] (any shape for mlp); `num_classes` the number of outputs (>= 1).
+// Throws CollectiveError for an unknown name or unusable shape.
 ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& sample_shape,
                          int64_t num_classes, const NormFactory& norm = batchnorm2d_factory());
 

@@ -16,6 +16,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
 #include "comm/router.h"
+#include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
@@ -78,6 +79,17 @@ std::string resume_model_origin(const TrainConfig& cfg) {
   }
 }
 
+// The one-line reason of a LibTorch error: TorchScript's interpreter puts a serialized-code
+// traceback first and "RuntimeError: <reason>" last.
+std::string last_line(const std::string& what) {
+  size_t end = what.find_last_not_of(" \n");
+  if (end == std::string::npos) return what;
+  size_t start = what.rfind('\n', end);
+  std::string line = what.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  if (line.rfind("RuntimeError: ", 0) == 0) line = line.substr(14);
+  return line;
+}
+
 }  // namespace
 
 // The model behind the interface, on the run's device, with SyncBN when asked. Collective:
@@ -99,6 +111,7 @@ void Trainer::State::build_model() {
     spec.name = cfg.model;
     spec.sample_shape = info.sample_shape;
     spec.num_classes = info.num_classes;
+    spec.target_shape = info.target_shape;
     spec.sync_bn = cfg.sync_bn ? comm.get() : nullptr;
     spec.device = device;
     model = model_entry.factory(spec);
@@ -149,7 +162,7 @@ at::Tensor Trainer::State::first_forward(const at::Tensor& x, const at::Tensor& 
     } catch (const c10::Error& e) {
       throw CollectiveError("model " + cfg.model + " failed on the first batch (input " +
                             shape_string(x.sizes()) + ", targets " + shape_string(y.sizes()) +
-                            "): " + e.what_without_backtrace());
+                            "): " + last_line(e.what_without_backtrace()));
     }
     loss->check_output(out, y);
   });
@@ -176,13 +189,20 @@ void Trainer::State::setup() {
   lo.augment = cfg.augment;
   lo.seed = static_cast<uint64_t>(cfg.seed);
   lo.device = device;
+  lo.regression = Loss::regression(cfg.loss);
+  if (lo.regression) lo.labels = cfg.targets_key;
   LoaderOptions eo = lo;
   eo.shuffle = false;
   eo.augment = false;
   // Every rank validates the same files: a bad one is reported once, by rank 0.
   agree_on_failure(world.comm(), [&] {
-    train = std::make_unique<Loader>(cfg.data + "/train.h5", world.size(), world.rank(), lo);
-    test = std::make_unique<Loader>(cfg.data + "/test.h5", world.size(), world.rank(), eo);
+    train = std::make_unique<Loader>(split_files(cfg.data, "train"), world.size(), world.rank(), lo);
+    test = std::make_unique<Loader>(split_files(cfg.data, "test"), world.size(), world.rank(), eo);
+    const DatasetInfo &a = train->info(), &b = test->info();
+    if (a.sample_shape != b.sample_shape || a.target_shape != b.target_shape)
+      throw CollectiveError("the test set's samples " + shape_string(b.sample_shape) + " / targets " +
+                            shape_string(b.target_shape) + " differ from the training set's " +
+                            shape_string(a.sample_shape) + " / " + shape_string(a.target_shape) + " (" + cfg.data + ")");
   });
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
@@ -292,8 +312,10 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
   rep->metrics({{"type", "eval"}, {"step", step}, {"epoch", epoch}, {"test_loss", r.loss},
                 {"test_accuracy", r.accuracy}, {"samples", r.samples}});
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f, accuracy %.4f (%lld samples)",
-                (long long)epoch + 1, (long long)step, r.loss, r.accuracy, (long long)r.samples);
+  std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f%s (%lld samples)",
+                (long long)epoch + 1, (long long)step, r.loss,
+                loss->classification() ? (", accuracy " + std::to_string(r.accuracy).substr(0, 6)).c_str() : "",
+                (long long)r.samples);
   rep->message(buf);
   return r;
 }

@@ -52,6 +52,7 @@ void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
                          {"model_origin", model_entry.origin},
                          {"sample_shape", info.sample_shape},
                          {"num_classes", info.num_classes},
+                         {"target_shape", info.target_shape},
                          {"hpctrain_version", HPCTRAIN_VERSION}};
   CheckpointState st = capture_train_state(*model, *opt, p, meta);
   if (!model_entry.archive.empty()) {

@@ -105,7 +105,7 @@ with open(f"{BAD}/not_hdf5/train.h5", "w") as f:
     f.write("images,labels\n1,2\n")
 shutil.copy(f"{D}/test.h5", f"{BAD}/not_hdf5/test.h5")
 write_h5(f"{BAD}/no_labels", images=img)
-write_h5(f"{BAD}/wrong_rank", images=img.reshape(64, 64), labels=lab)
+write_h5(f"{BAD}/wrong_rank", images=lab.astype(np.uint8), labels=lab)
 write_h5(f"{BAD}/int16", images=img.astype(np.int16), labels=lab)
 write_h5(f"{BAD}/float_labels", images=img, labels=lab.astype(np.float32))
 write_h5(f"{BAD}/label_range", images=img, labels=np.where(np.arange(64) == 5, 7, lab),
@@ -296,8 +296,8 @@ CASES = [
     ("data_missing_dir", train(data=f"{W}/no-such-dir"), ["no-such-dir/train.h5", "does not exist"], {}, 2),
     ("data_not_hdf5", train(data=f"{BAD}/not_hdf5"), ["not_hdf5/train.h5", "not an HDF5 file"], {}, 2),
     ("data_missing_dataset", train(data=f"{BAD}/no_labels"), ["no_labels/train.h5", "'labels' not found"], {}, 2),
-    ("data_wrong_rank", train(data=f"{BAD}/wrong_rank"), ["'images'", "shape [64,64]", "expected [N"], {}, 2),
-    ("data_unsupported_dtype", train(data=f"{BAD}/int16"), ["'images'", "int16", "supported: uint8, float32"], {}, 2),
+    ("data_wrong_rank", train(data=f"{BAD}/wrong_rank"), ["'images'", "shape [64]", "expected [N, d1..dk]"], {}, 2),
+    ("data_unsupported_dtype", train(data=f"{BAD}/int16"), ["'images'", "int16", "supported: uint8, float16, float32"], {}, 2),
     ("data_float_labels", train(data=f"{BAD}/float_labels"), ["'labels'", "float32", "must be integers"], {}, 2),
     ("data_label_out_of_range", train(data=f"{BAD}/label_range"), ["label 7 at index 5", "outside [0, 4)"], {}, 2),
     ("data_negative_label", train(data=f"{BAD}/neg_label"), ["label -1 at index 9", "outside"], {}, 2),

@@ -15,10 +15,10 @@ D="$WORK/d" M="$WORK/m"
 mkdir -p "$M"
 run_np 1 data synthetic --out "$D" --n 512 --test-n 256 --classes 4 --height 8 --width 8 --seed 5 --noise 60 >/dev/null
 "$PY" "$E/torchscript_models.py" "$M" 1 8 8 4 || fail "writing the TorchScript models"
-common=(--data "$D" --epochs 2 --max-steps 12 --lr 0.05 --seed 7 --log-every 1000)
+common=(--data "$D" --epochs 2 --lr 0.05 --seed 7 --log-every 1000)
 
-run_np 2 train --model "$M/resnorm.pt" --batch-size 16 --ckpt-dir "$WORK/rn2" "${common[@]}" >"$WORK/rn2.txt" 2>&1 || { tail "$WORK/rn2.txt"; fail "resnorm on 2 ranks"; }
-run_np 1 train --model "$M/resnorm.pt" --batch-size 32 --ckpt-dir "$WORK/rn1" "${common[@]}" >"$WORK/rn1.txt" 2>&1 || { tail "$WORK/rn1.txt"; fail "resnorm on 1 rank"; }
+run_np 2 train --model "$M/resnorm.pt" --batch-size 16 --ckpt-dir "$WORK/rn2" "${common[@]}" --max-steps 12 >"$WORK/rn2.txt" 2>&1 || { tail "$WORK/rn2.txt"; fail "resnorm on 2 ranks"; }
+run_np 1 train --model "$M/resnorm.pt" --batch-size 32 --ckpt-dir "$WORK/rn1" "${common[@]}" --max-steps 12 >"$WORK/rn1.txt" 2>&1 || { tail "$WORK/rn1.txt"; fail "resnorm on 1 rank"; }
 run_np 1 ckpt merge "$WORK/rn2" --out "$WORK/rn2.h5" >/dev/null
 run_np 1 ckpt merge "$WORK/rn1" --out "$WORK/rn1.h5" >/dev/null
 /usr/bin/python3 - "$WORK/rn2.h5" <<'PY' || fail "checkpoint names are not the Python state_dict names"
@@ -63,6 +63,7 @@ expect_error ts_state_dict "pickled object saved with torch.save (a state_dict?)
 expect_error ts_two_args "forward(Tensor x, Tensor y) -> Tensor; hpctrain needs one tensor in, one tensor out" train --model "$M/two_args.pt" "${common[@]}"
 expect_error ts_tuple_out "forward(Tensor x) -> Tuple\[Tensor, Tensor\]; hpctrain needs one tensor in, one tensor out" train --model "$M/tuple_out.pt" "${common[@]}"
 expect_error ts_wrong_output "model output \[8,5\] does not fit targets \[8\] with 4 classes" train --model "$M/wrong_out.pt" "${common[@]}" --batch-size 8
+expect_error ts_fails_on_shape "wrong_in.pt failed on the first batch (input \[8,1,8,8\], targets \[8\]): mat1 and mat2 shapes cannot be multiplied" train --model "$M/wrong_in.pt" "${common[@]}" --batch-size 8
 expect_error ts_sync_bn "--sync-bn cannot convert the BatchNorm layers of the TorchScript module" train --model "$M/bnnet.pt" --sync-bn "${common[@]}"
 expect_error ts_missing "--model $WORK/nope.pt: does not exist" train --model "$WORK/nope.pt" "${common[@]}"
 echo "PASS test_torchscript"

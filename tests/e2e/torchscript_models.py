@@ -7,7 +7,7 @@ usage: torchscript_models.py OUT_DIR C H W CLASSES
   OUT_DIR/traced.pt    traced: a perceptron with a skip connection
   OUT_DIR/statedict.pt a pickled state_dict (torch.save), not a TorchScript module
   OUT_DIR/two_args.pt  forward(x, y)        OUT_DIR/tuple_out.pt  forward returns a tuple
-  OUT_DIR/wrong_out.pt outputs CLASSES + 1 logits"""
+  OUT_DIR/wrong_out.pt outputs CLASSES + 1 logits   OUT_DIR/wrong_in.pt  fails on the input's shape"""
 import sys
 import warnings
 
@@ -87,3 +87,4 @@ if __name__ == "__main__":
     torch.jit.script(TwoArgs()).save(f"{out}/two_args.pt")
     torch.jit.script(TupleOut()).save(f"{out}/tuple_out.pt")
     torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(C * H * W, K + 1))).save(f"{out}/wrong_out.pt")
+    torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(2 * C * H * W, K))).save(f"{out}/wrong_in.pt")

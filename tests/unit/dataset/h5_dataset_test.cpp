@@ -81,13 +81,15 @@ TEST(H5Dataset, ValidFileOpensWithShapeAndClasses) {
   EXPECT_EQ(ds.info().num_classes, 3);
   EXPECT_FALSE(ds.info().has_stats);
   EXPECT_EQ(ds.info().mean, (std::vector<float>{0.f}));
-  // [N,H,W] files are seen as one channel.
+  // uint8 [N,H,W] image files are seen as one channel; float data keeps its shape.
   Spec s;
   s.image_dims = {4, 5, 6};
+  EXPECT_EQ(H5Dataset::open(make_file(d, "hw8.h5", s)).info().sample_shape, (std::vector<int64_t>{1, 5, 6}));
   s.image_type = H5T_NATIVE_FLOAT;
   auto ds2 = H5Dataset::open(make_file(d, "hw.h5", s));
-  EXPECT_EQ(ds2.info().sample_shape, (std::vector<int64_t>{1, 5, 6}));
+  EXPECT_EQ(ds2.info().sample_shape, (std::vector<int64_t>{5, 6}));
   EXPECT_FALSE(ds2.info().uint8_pixels);
+  EXPECT_EQ(ds2.info().input_dtype, "float32");
 }
 
 TEST(H5Dataset, MissingFile) {
@@ -132,20 +134,23 @@ TEST(H5Dataset, MissingDatasets) {
   }
 }
 
-TEST(H5Dataset, WrongRank) {
+TEST(H5Dataset, AnySampleShapeButNotScalars) {
   TempDir d;
   Spec s;
-  s.image_dims = {4, 9};
-  EXPECT_HAS(open_error(make_file(d, "r2.h5", s)), "'images' has shape [4,9]; expected [N, then 2 to 4 sample dims]");
+  s.image_dims = {4};
+  EXPECT_HAS(open_error(make_file(d, "r1.h5", s)), "'images' has shape [4]; expected [N, d1..dk] with k >= 1 sample dims");
+  s.image_dims = {4, 9};  // vectors: kept as they are
+  EXPECT_EQ(hpctrain::H5Dataset::open(make_file(d, "r2.h5", s)).info().sample_shape, (std::vector<int64_t>{9}));
   s.image_dims = {4, 1, 1, 1, 1, 2};
-  EXPECT_HAS(open_error(make_file(d, "r6.h5", s)), "has shape [4,1,1,1,1,2]");
+  EXPECT_EQ(hpctrain::H5Dataset::open(make_file(d, "r6.h5", s)).info().sample_shape,
+            (std::vector<int64_t>{1, 1, 1, 1, 2}));
 }
 
 TEST(H5Dataset, UnsupportedDtype) {
   TempDir d;
   Spec s;
   s.image_type = H5T_NATIVE_DOUBLE;
-  EXPECT_HAS(open_error(make_file(d, "f64.h5", s)), "'images' has dtype float64; supported: uint8, float32");
+  EXPECT_HAS(open_error(make_file(d, "f64.h5", s)), "'images' has dtype float64; supported: uint8, float16, float32");
   s.image_type = H5T_NATIVE_INT16;
   EXPECT_HAS(open_error(make_file(d, "i16.h5", s)), "dtype int16");
 }

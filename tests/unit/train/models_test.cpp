@@ -38,5 +38,6 @@ TEST(Models, MlpAndResnetShapes) {
 TEST(Models, UnknownNameAndBadShapesAreErrors) {
   EXPECT_THROW(make_model("vgg", {1, 28, 28}, 10), CollectiveError);
   EXPECT_THROW(make_model("cnn", {28, 28}, 10), CollectiveError);
-  EXPECT_THROW(make_model("cnn", {1, 28, 28}, 1), CollectiveError);
+  EXPECT_THROW(make_model("cnn", {1, 28, 28}, 0), CollectiveError);
+  EXPECT_EQ(count_parameters(*make_model("mlp", {784}, 1)), 784 * 512 + 512 + 512 * 256 + 256 + 256 + 1);  // any shape
 }

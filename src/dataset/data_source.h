@@ -1,0 +1,54 @@
+// DataSource: one split of a data set, from one file (DIR/train.h5) or several numbered files
+// (DIR/train-00000.h5, DIR/train-00001.h5, ...) that are one data set in file order: global
+// sample i lives in the first file whose cumulative size exceeds i. The sampler sees the global
+// index space, so samples are spread over ranks globally (not one file per rank).
+//
+// Contract of open(): every file is validated up front (h5_dataset.h) and they must agree:
+// input dtype, per-sample shape, target kind and shape; class labels must lie in [0, K) where K
+// is the largest class count any file declares or needs. A gap in the numbering (train-00000 and
+// train-00002 without train-00001) or both train.h5 and train-*.h5 is an error naming the files.
+// Reads stay on demand: a batch reads from each file it touches once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataset/dataset_info.h"
+
+namespace hpctrain {
+
+class H5Dataset;
+
+// DIR/<split>.h5, or the numbered DIR/<split>-NNNNN.h5 files in order. Throws hpctrain::Error.
+std::vector<std::string> split_files(const std::string& dir, const std::string& split);
+
+struct DataSourceOptions {
+  std::string inputs = "images";
+  std::string targets = "labels";  // integer labels; with regression, the float target dataset
+  bool regression = false;
+};
+
+class DataSource {
+ public:
+  DataSource(const std::vector<std::string>& files, const DataSourceOptions& opts);
+  ~DataSource();
+  DataSource(DataSource&&) noexcept;
+
+  const DatasetInfo& info() const { return info_; }
+  // Class label of global sample i (classification).
+  int64_t label(int64_t i) const;
+  // Inputs (and float targets) of the global samples `sorted` (ascending, repeats allowed), as
+  // float in that order; see H5Dataset::read.
+  void read(const std::vector<int64_t>& sorted, float* out) const;
+  void read_targets(const std::vector<int64_t>& sorted, float* out) const;
+
+ private:
+  template <class Fn>
+  void per_file(const std::vector<int64_t>& sorted, int64_t row, float* out, Fn&& fn) const;
+  std::vector<std::unique_ptr<H5Dataset>> files_;
+  std::vector<int64_t> start_;  // global index of each file's first sample
+  DatasetInfo info_;
+};
+
+}  // namespace hpctrain
