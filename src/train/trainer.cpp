@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/nn/modules/batchnorm.h>
 
@@ -152,21 +153,33 @@ void Trainer::State::build_model() {
     if (p.requires_grad()) params.push_back(p);
 }
 
-// The first training forward, with its output checked against the targets on every rank
-// before anything is reduced or stepped.
-at::Tensor Trainer::State::first_forward(const at::Tensor& x, const at::Tensor& y) {
-  at::Tensor out;
+// Before anything is read or written: one forward of a zero micro-batch, in eval mode and
+// without autograd (no BatchNorm statistics, dropout draws or collectives are touched), whose
+// output must fit the targets. Collective: every rank reaches the same verdict.
+void Trainer::State::check_model_output() {
+  const auto& info = train->info();
+  const int64_t b = std::max<int64_t>(cfg.batch_size / cfg.grad_accum, 1);
+  std::vector<int64_t> xs{b}, ys{b};
+  xs.insert(xs.end(), info.sample_shape.begin(), info.sample_shape.end());
+  ys.insert(ys.end(), info.target_shape.begin(), info.target_shape.end());
   agree_on_failure(world.comm(), [&] {
+    at::Tensor x = at::zeros(xs, at::TensorOptions().device(device));
+    at::Tensor y = info.classification ? at::zeros(ys, at::TensorOptions().dtype(at::kLong).device(device))
+                                       : at::zeros(ys, at::TensorOptions().device(device));
+    at::NoGradGuard no_grad;
+    bool was_training = model->is_training();
+    model->train(false);
+    at::Tensor out;
     try {
       out = model->forward(x);
     } catch (const c10::Error& e) {
-      throw CollectiveError("model " + cfg.model + " failed on the first batch (input " +
+      throw CollectiveError("model " + cfg.model + " fails on a batch of this data (input " +
                             shape_string(x.sizes()) + ", targets " + shape_string(y.sizes()) +
                             "): " + last_line(e.what_without_backtrace()));
     }
+    model->train(was_training);
     loss->check_output(out, y);
   });
-  return out;
 }
 
 void Trainer::State::setup() {
@@ -207,6 +220,7 @@ void Trainer::State::setup() {
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   build_model();
+  check_model_output();
 
   global_batch = cfg.batch_size * world.size();
   steps_per_epoch = train->batches_per_epoch();
@@ -268,6 +282,7 @@ void Trainer::State::train_step(const Batch& b) {
   if (!devices_checked) {
     check_devices({{"images", b.images}, {"labels", b.labels}, {"model parameters", params[0]}},
                   device);
+    devices_checked = true;
   }
   sched->apply(*opt, step);
   ddp->prepare_forward();
@@ -278,8 +293,7 @@ void Trainer::State::train_step(const Batch& b) {
     {
       TraceSpan span("forward", "compute");
       AutocastScope autocast(cfg.amp, dev.cuda);
-      at::Tensor out = devices_checked ? model->forward(xs[k]) : first_forward(xs[k], ys[k]);
-      devices_checked = true;
+      at::Tensor out = model->forward(xs[k]);
       // Each micro-batch's mean, weighted by its share of the batch: the sum is the batch mean.
       loss = this->loss->mean_loss(out, ys[k]) * (xs[k].size(0) / rows);
     }

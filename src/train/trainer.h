@@ -12,8 +12,9 @@
 //   config.model_lib), or from a program's own factory. Either way the trainer sees only the
 //   model interface (train/model.h): the factory is called on every rank with the data's shape,
 //   the model is moved to the run's device, every parameter and buffer must then be there (else
-//   a CollectiveError naming the tensor), and the first batch's output is checked against its
-//   targets before any optimizer step (a CollectiveError with both shapes).
+//   a CollectiveError naming the tensor), and the output of a zero batch of the data's shape
+//   (eval mode, no grad: no side effects) must fit the targets (a CollectiveError with both
+//   shapes), all before any file is written or any step taken.
 // - Checkpoints record the model name and its origin ("zoo", the plugin's path, or "program"),
 //   so `hpctrain eval` can rebuild it or name what is missing.
 // - run() returns the summary object that rank 0 prints as its last stdout line.

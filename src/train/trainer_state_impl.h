@@ -62,7 +62,7 @@ struct Trainer::State {
   }
   void setup();
   void build_model();
-  at::Tensor first_forward(const at::Tensor& x, const at::Tensor& y);
+  void check_model_output();
   void train_step(const Batch& b);
   void log_interval(int64_t epoch);
   void resume();

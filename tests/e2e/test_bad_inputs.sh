@@ -35,7 +35,7 @@ timeout -k 5 90 "$MPIEXEC" "${MPIFLAGS[@]}" -np 1 -x TEST_PLUGIN_WIDTH=16 "$BIN"
 rc=$?
 set -e
 [ "$rc" = 2 ] || { cat "$WORK/differ.err"; fail "ranks with different plugin models: exit $rc, expected 2"; }
-[ "$(grep -c '^hpctrain: error: DDP: models differ between ranks: parameter #0 is "1.weight float32 \[24,64\]" on rank 1 but "1.weight float32 \[16,64\]" on rank 0$' "$WORK/differ.err")" = 1 ] ||
+[ "$(grep -c '^hpctrain: error: DDP: models differ between ranks: parameter #0 is "1.weight Float \[24,64\]" on rank 1 but "1.weight Float \[16,64\]" on rank 0$' "$WORK/differ.err")" = 1 ] ||
   { cat "$WORK/differ.err"; fail "the DDP parameter check does not name the plugin model's parameter once"; }
 ok "ranks whose plugin builds different models: DDP names 1.weight on ranks 0 and 1 (exit 2)"
 echo "PASS test_bad_inputs"
