@@ -1,0 +1,45 @@
+# Shared set-up for the cluster tests (ctest label `cluster`; sourced). Builds on
+# tests/e2e/lib.sh (BIN, WORK, fail, ok, run_np, json_field) and tests/cluster/nscluster.sh.
+#   cluster_start N          N hosts node0..node(N-1); skips the test (exit 0, "SKIPPED: ...")
+#                            only when network namespaces are unavailable here
+#   hostfile FILE H:S ...    writes an Open MPI hostfile, e.g. hostfile "$WORK/hf" node0:2 node1:1
+#   mn HOSTFILE ARGS...      launch/multinode.sh on node0, exactly as a cluster user runs it,
+#                            with only the rsh agent swapped in (bounded by `timeout`)
+# The network variables a user sets on a real cluster are set here for the test subnet.
+CLUSTER_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$CLUSTER_TESTS_DIR/../e2e/lib.sh"
+source "$CLUSTER_TESTS_DIR/nscluster.sh"
+SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$CLUSTER_TESTS_DIR/../.." && pwd)}
+COMPARE="$CLUSTER_TESTS_DIR/../e2e/compare_ckpt.py"
+
+cluster_user_cleanup() { rm -rf "$WORK"; }
+
+cluster_start() {
+  local why
+  if ! why=$(netns_available); then
+    echo "SKIPPED: network namespaces are unavailable here ($why); the cluster tests need root and netns"
+    exit 0
+  fi
+  cluster_up "$1"
+  export OMPI_MCA_plm_rsh_agent=$NSCLUSTER_AGENT
+  export OMPI_MCA_btl_tcp_if_include=$NSCLUSTER_SUBNET OMPI_MCA_oob_tcp_if_include=$NSCLUSTER_SUBNET
+  export HPCTRAIN_BIN=$BIN
+}
+
+hostfile() {
+  local f=$1; shift
+  : >"$f"
+  for hs in "$@"; do echo "${hs%%:*} slots=${hs##*:}" >>"$f"; done
+}
+
+mn() {
+  local hf=$1; shift
+  on node0 timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" -- "$@"
+}
+
+# Every process of the cluster, one per line, with its age and command (for failure messages).
+show_cluster_procs() {
+  local p
+  p=$(cluster_procs | tr '\n' ' ')
+  [ -n "${p// /}" ] && ps -o pid,etimes,args -p "$p" | cut -c1-160 || true
+}
