@@ -7,8 +7,8 @@
 # What a host is: a network namespace with its own loopback, one veth `eth0` with an address in
 # 198.18.0.0/24 (RFC 2544's benchmark range: routed nowhere) plugged into a bridge that lives in a
 # "switch" namespace of its own, and its own hostname (a UTS namespace per command, set by `on`).
-# Names resolve through /etc/netns/<ns>/hosts, which `ip netns exec` mounts over /etc/hosts for
-# that namespace only: the machine's own /etc/hosts, links and routes are never touched. The
+# Names resolve through /etc/netns/<ns>/hosts, which `on` (and the agent) bind-mount over
+# /etc/hosts in a private mount namespace of each command (as `ip netns exec` would): the machine's own /etc/hosts, links and routes are never touched. The
 # filesystem is shared, as a cluster's parallel filesystem is.
 #
 # Functions (after cluster_up):
@@ -98,8 +98,10 @@ cluster_up() {
 }
 
 on() {
-  local h=$1; shift
-  ip netns exec "$(_ns "$h")" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$h" "$@"
+  local h=$1 ns; shift
+  ns=$(_ns "$h")
+  nsenter --net="/var/run/netns/$ns" unshare --mount --uts \
+    sh -c 'mount --bind "$1" /etc/hosts && hostname "$0" && shift && exec "$@"' "$h" "/etc/netns/$ns/hosts" "$@"
 }
 
 link_down() { ip -n "$(_ns sw)" link set "$(_port "${1#node}")" down; }
