@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "runtime/check.h"
 
@@ -33,6 +35,18 @@ double median_round_trip_s(MPI_Comm comm, int peer, bool first, std::vector<char
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// A broadcast that waits without spinning: ranks idle during a measurement must leave the cores
+// to the two that measure (ranks of several hosts may share a machine's cores).
+void quiet_bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  MPI_Request req;
+  HPC_MPI_CHECK(MPI_Ibcast(buf, count, type, root, comm, &req));
+  for (int done = 0;;) {
+    HPC_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
 }
 
 std::string cvar_string(const char* name) {
@@ -86,13 +100,14 @@ std::vector<HostPairBandwidth> measure_host_pairs(MPI_Comm comm, int64_t bytes, 
         }
         // Host a's leader measured; everyone takes its numbers.
         double row[2] = {gbps, lat};
-        HPC_MPI_CHECK(MPI_Bcast(row, 2, MPI_DOUBLE, a, leaders));
+        quiet_bcast(row, 2, MPI_DOUBLE, a, leaders);
         flat.insert(flat.end(), {double(world_ranks[a]), double(world_ranks[b]), row[0], row[1]});
       }
     HPC_MPI_CHECK(MPI_Comm_free(&leaders));
   }
-  // Rank 0 is host 0's leader: it has everything; the other ranks get it from rank 0.
-  HPC_MPI_CHECK(MPI_Bcast(&hosts, 1, MPI_INT, 0, comm));
+  // Rank 0 is host 0's leader: it has everything; the other ranks get it from rank 0 (and the
+// non-leaders wait here, quietly, while the leaders measure).
+  quiet_bcast(&hosts, 1, MPI_INT, 0, comm);
   const int pairs = hosts * (hosts - 1) / 2;
   flat.resize(4 * static_cast<size_t>(pairs));
   names.resize(256 * static_cast<size_t>(hosts));

@@ -4,8 +4,8 @@
 #                            only when network namespaces are unavailable here
 #   hostfile FILE H:S ...    writes an Open MPI hostfile, e.g. hostfile "$WORK/hf" node0:2 node1:1
 #   mn HOSTFILE ARGS...      launch/multinode.sh on node0, exactly as a cluster user runs it,
-#                            with only the rsh agent swapped in (bounded by `timeout`)
-# The network variables a user sets on a real cluster are set here for the test subnet.
+#                            with only the rsh agent swapped in (bounded by `timeout`), and the
+#                            network variables a user sets on a real cluster set for the subnet
 CLUSTER_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$CLUSTER_TESTS_DIR/../e2e/lib.sh"
 source "$CLUSTER_TESTS_DIR/nscluster.sh"
@@ -21,8 +21,6 @@ cluster_start() {
     exit 0
   fi
   cluster_up "$1"
-  export OMPI_MCA_plm_rsh_agent=$NSCLUSTER_AGENT
-  export OMPI_MCA_btl_tcp_if_include=$NSCLUSTER_SUBNET OMPI_MCA_oob_tcp_if_include=$NSCLUSTER_SUBNET
   export HPCTRAIN_BIN=$BIN
 }
 
@@ -32,9 +30,13 @@ hostfile() {
   for hs in "$@"; do echo "${hs%%:*} slots=${hs##*:}" >>"$f"; done
 }
 
+# Only multinode.sh runs get the network variables (run_np's one-host runs stay as they are).
+# CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test).
 mn() {
   local hf=$1; shift
-  on node0 timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" -- "$@"
+  on node0 env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
+    OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$NSCLUSTER_SUBNET}" \
+    timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" -- "$@"
 }
 
 # Every process of the cluster, one per line, with its age and command (for failure messages).

@@ -18,8 +18,8 @@
 #   cluster_procs             pids of every process inside the cluster's namespaces
 #   cluster_down              kill everything inside, delete namespaces and files (idempotent)
 #   cluster_leftovers         prints what cluster_down left behind (empty = clean)
-# cluster_up installs an EXIT/INT/TERM/HUP trap that calls cluster_down (and the caller's own
-# cleanup, if it defined a function `cluster_user_cleanup`). Namespaces of earlier runs whose
+# cluster_up installs an EXIT/INT/TERM/HUP trap that calls the caller's own cleanup (if it
+# defined a function `cluster_user_cleanup`), then cluster_down. Namespaces of earlier runs whose
 # owning shell is gone (killed with SIGKILL, where no trap runs) are reaped at cluster_up.
 #
 # For Open MPI: NSCLUSTER_AGENT is the rsh agent (tests/cluster/nsrsh), which enters the named
@@ -73,7 +73,7 @@ cluster_up() {
   local n=$1 i h ns sw
   NSCLUSTER_OWNER=$$
   _reap_orphans
-  trap 'cluster_down; declare -F cluster_user_cleanup >/dev/null && cluster_user_cleanup' EXIT
+  trap 'set +e; declare -F cluster_user_cleanup >/dev/null && cluster_user_cleanup; cluster_down' EXIT
   trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
   sw=$(_ns sw)
   ip netns add "$sw"
