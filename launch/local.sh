@@ -11,7 +11,7 @@
 #   Then Open MPI's daemon keepalive is shortened (launch/node_loss.sh) so that a host that
 #   drops off the network ends the job within 25 s, and mpirun is supervised: if every rank on
 #   this machine has exited but mpirun still waits for a remote host after
-#   HPCTRAIN_LAUNCHER_GRACE seconds (default 20), mpirun is ended and the exit code is 3.
+#   HPCTRAIN_LAUNCHER_GRACE seconds (default 15), mpirun is ended and the exit code is 3.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BIN=${HPCTRAIN_BIN:-$here/../build/hpctrain}
@@ -53,7 +53,7 @@ source "$here/node_loss.sh"
 mpirun "${flags[@]}" "$BIN" "$@" &
 mp=$!
 for sig in TERM INT HUP USR1 USR2; do trap "kill -$sig $mp 2>/dev/null" "$sig"; done
-grace=${HPCTRAIN_LAUNCHER_GRACE:-20}
+grace=${HPCTRAIN_LAUNCHER_GRACE:-15}
 rank_name=$(basename "$BIN" | cut -c1-15)
 seen=0 alone_since=""
 while kill -0 "$mp" 2>/dev/null; do

@@ -28,7 +28,7 @@
 #                                off the network; defaults here 10, 5, 3 (about 25 s; Open MPI's
 #                                own: 8 min). See launch/node_loss.sh.
 #   HPCTRAIN_LAUNCHER_GRACE      seconds mpirun may outlive every rank on this machine before
-#                                it is ended (default 20; exit code 3).
+#                                it is ended (default 15; exit code 3).
 # First run `launch/multinode.sh --hostfile FILE -- doctor`: every rank prints its host, rank,
 # local rank and GPU, then each host's interfaces, the MPI transport settings and the measured
 # bandwidth of every host pair, then a collective self-test runs across the machines. Every rank

@@ -14,7 +14,7 @@
 # Functions (after cluster_up):
 #   on HOST CMD...            run CMD on HOST (in its namespace, with its hostname)
 #   link_down HOST / link_up HOST   pull / replug HOST's cable at the switch
-#   netem HOST ARGS...        tc netem on HOST's eth0 (e.g. `netem node1 delay 5ms`)
+#   slow_link HOST            a slow link on HOST (tc netem delay 5ms, or tbf 100 Mbit/s)
 #   cluster_procs             pids of every process inside the cluster's namespaces
 #   cluster_down              kill everything inside, delete namespaces and files (idempotent)
 #   cluster_leftovers         prints what cluster_down left behind (empty = clean)
@@ -106,7 +106,17 @@ on() {
 
 link_down() { ip -n "$(_ns sw)" link set "$(_port "${1#node}")" down; }
 link_up() { ip -n "$(_ns sw)" link set "$(_port "${1#node}")" up; }
-netem() { local h=$1; shift; ip -n "$(_ns "$h")" link >/dev/null && ip netns exec "$(_ns "$h")" tc qdisc replace dev eth0 root netem "$@"; }
+# slow_link HOST: 5 ms more latency on HOST's eth0 (tc netem), or, on kernels without sch_netem
+# (some VMs), a 100 Mbit/s bandwidth limit (tc tbf). Prints what it applied.
+slow_link() {
+  local ns; ns=$(_ns "$1")
+  if ip netns exec "$ns" tc qdisc replace dev eth0 root netem delay 5ms 2>/dev/null; then
+    echo "netem delay 5ms"
+  else
+    ip netns exec "$ns" tc qdisc replace dev eth0 root tbf rate 100mbit burst 64kb latency 200ms
+    echo "tbf rate 100mbit (no sch_netem in this kernel)"
+  fi
+}
 
 cluster_procs() {
   local ns
