@@ -70,6 +70,7 @@ grep -q "^network: MPI transport (rank 0): .*btl_tcp_if_include=eth0" "$WORK/doc
 pair=$(grep "^network: node0 <-> node1: [0-9.]* GB/s" "$WORK/doctor.txt") || { cat "$WORK/doctor.txt"; fail "e. no host-pair bandwidth"; }
 ok "e. doctor: interfaces per host, transport settings, ${pair#network: }"
 
+[ -n "${KEEP_LOGS:-}" ] && cp -r "$WORK" "$KEEP_LOGS"
 cluster_down
 left=$(cluster_leftovers)
 [ -z "$left" ] || fail "teardown left: $left"
