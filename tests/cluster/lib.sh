@@ -3,7 +3,7 @@
 #   cluster_start N          N hosts node0..node(N-1); skips the test (exit 0, "SKIPPED: ...")
 #                            only when network namespaces are unavailable here
 #   hostfile FILE H:S ...    writes an Open MPI hostfile, e.g. hostfile "$WORK/hf" node0:2 node1:1
-#   mn HOSTFILE ARGS...      launch/multinode.sh on node0, exactly as a cluster user runs it,
+#   mn HOSTFILE ARGS...      launch/multinode.sh on node0 (MN_HOST=H: on H), exactly as a cluster user runs it,
 #                            with only the rsh agent swapped in (bounded by `timeout`), and the
 #                            network variables a user sets on a real cluster set for the subnet
 CLUSTER_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +34,7 @@ hostfile() {
 # CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test).
 mn() {
   local hf=$1; shift
-  on node0 env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
+  on "${MN_HOST:-node0}" env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
     OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$NSCLUSTER_SUBNET}" \
     timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" -- "$@"
 }

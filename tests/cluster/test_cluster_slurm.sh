@@ -29,12 +29,7 @@ HPCTRAIN_SLURM_NODES="node0 node1" HPCTRAIN_SLURM_ON=$NSCLUSTER_AGENT timeout 60
   || { tail -5 "$SDIR"/*.log; fail "2-host Slurm did not start"; }
 ok "Slurm on node0 + node1 up in $((SECONDS - t_start)) s ($($SLURM_RUN sinfo -h -N -o '%N %T' | tr '\n' ' '))"
 
-D="$WORK/d"
-run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
-EPOCHS=3 BATCH=16
-TOTAL=$((EPOCHS * 1024 / (4 * BATCH)))
-common=(--model cnn --sync-bn --data "$D" --epochs $EPOCHS --batch-size $BATCH --lr 0.02 --seed 3 --log-every 4)
-export HPCTRAIN_CPU=1 HPCTRAIN_BIN="$BIN" HPCTRAIN_REPO="$SRC"
+slurm_train_setup 4 3
 SB=(--nodes=2 --ntasks-per-node=2 --gpus-per-task=0 --cpus-per-task=1 --time=00:10:00)
 
 # --- a. sbatch --nodes=2, srun --mpi=pmix across both hosts ---------------------------------------

@@ -47,8 +47,9 @@ mn "$WORK/hf11" train "${ck[@]}" --batch-size 24 --max-steps 7 --ckpt-dir "$WORK
 [ "$(cat "$WORK/x/latest")" = step-00000007 ] || fail "latest after the 2-host run is $(cat "$WORK/x/latest")"
 cp -r "$WORK/x" "$WORK/x3"
 run_np 1 ckpt verify "$WORK/x" >/dev/null || fail "the 2-host checkpoint does not verify"
-# ... and the job resumes with node1 first: rank 0 (which reads `latest` and leads) is on node1.
-mn "$WORK/hf10" train "${ck[@]}" --batch-size 24 --max-steps 14 --ckpt-dir "$WORK/x" >"$WORK/x2.txt" 2>&1 || { tail "$WORK/x2.txt"; fail "resume reversed"; }
+# ... and the job resumes from node1, node1 first: rank 0 (which reads `latest` and leads) is on
+# node1 (test_cluster_doctor checks that placement).
+MN_HOST=node1 mn "$WORK/hf10" train "${ck[@]}" --batch-size 24 --max-steps 14 --ckpt-dir "$WORK/x" >"$WORK/x2.txt" 2>&1 || { tail "$WORK/x2.txt"; fail "resume reversed"; }
 grep -q "resumed from .*step-00000007 at step 7" "$WORK/x2.txt" || { grep -i resum "$WORK/x2.txt"; fail "reversed run did not resume from step 7"; }
 merged "$WORK/ref-r"; merged "$WORK/x"
 /usr/bin/python3 "$COMPARE" "$WORK/x.h5" "$WORK/ref-r.h5" --exact || fail "reversed-host resume differs from the same resume on one host"

@@ -29,3 +29,12 @@ import json,sys
 lines=[l for l in open(sys.argv[1]) if l.startswith('{')]
 print(json.loads(lines[-1])[sys.argv[2]])" "$1" "$2"; }
 job_finished() { local s; s=$(job_field "$1" JobState); [ "$s" = COMPLETED ] || [ "$s" = FAILED ] || [ "$s" = CANCELLED ] || [ -z "$s" ]; }
+# slurm_train_setup RANKS EPOCHS: the data set and `train` flags of both Slurm tests (cnn with
+# --sync-bn, 16 per rank); sets D, TOTAL (steps) and common, exports what train.sbatch reads.
+slurm_train_setup() {
+  D="$WORK/d"
+  run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+  TOTAL=$(($2 * 1024 / ($1 * 16)))
+  common=(--model cnn --sync-bn --data "$D" --epochs "$2" --batch-size 16 --lr 0.02 --seed 3 --log-every 4)
+  export HPCTRAIN_CPU=1 HPCTRAIN_BIN="$BIN" HPCTRAIN_REPO="$SRC"
+}

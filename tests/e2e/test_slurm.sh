@@ -37,14 +37,9 @@ t_start=$SECONDS
 timeout 60 "$CLUSTER" start "$SDIR" >/dev/null || fail "local cluster did not start (logs were in $SDIR)"
 ok "local Slurm up in $((SECONDS - t_start)) s ($(sinfo -h -o '%N %T %c CPUs'))"
 
-D="$WORK/d"
-run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
-EPOCHS=6 BATCH=16
-TOTAL=$((EPOCHS * 1024 / (2 * BATCH)))
-common=(--model cnn --sync-bn --data "$D" --epochs $EPOCHS --batch-size $BATCH --lr 0.02 --seed 3 --log-every 4)
+slurm_train_setup 2 6
 # The CPU variant: the header asks one GPU per task and 8 cores per task; a GPU-less 2-task job
 # overrides both on the command line (Slurm 22.05 accepts --gpus-per-task=0).
-export HPCTRAIN_CPU=1 HPCTRAIN_BIN="$BIN" HPCTRAIN_REPO="$SRC"
 SB=(--ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --cpus-per-task=1 --time=00:15:00)
 
 # --- a. sbatch --wait, mpirun inside the allocation, uninterrupted -------------------------------
