@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Allreduce busbw across 2 hosts (network-namespace hosts, TCP over a veth bridge) next to the
 # same 2 ranks on 1 host (shared memory), interleaved A/B rounds so that load drift hits both.
+# Both without core binding: the namespace hosts share this machine's cores, and binding would put
+# each host's rank 0 on core 0.
 #   perf/cluster_allreduce.sh [--rounds 2] [--min-bytes 1048576] [--max-bytes 67108864] [--out FILE.md]
 # Needs root and network namespaces (as `ctest -L cluster`). Writes perf/results/cluster-allreduce-<date>.{jsonl,md}.
 set -euo pipefail
@@ -25,7 +27,7 @@ hostfile "$WORK/hf" node0:1 node1:1
 : >"$raw"
 bench=(bench allreduce --min-bytes "$min" --max-bytes "$max")
 for r in $(seq "$rounds"); do
-  mn "$WORK/hf" "${bench[@]}" 2>/dev/null | grep '^{' | sed "s/^{/{\"setup\":\"2 hosts x 1\",\"round\":$r,/" >>"$raw"
+  MN_FLAGS=--oversubscribe mn "$WORK/hf" "${bench[@]}" 2>/dev/null | grep '^{' | sed "s/^{/{\"setup\":\"2 hosts x 1\",\"round\":$r,/" >>"$raw"
   run_np 2 "${bench[@]}" 2>/dev/null | grep '^{' | sed "s/^{/{\"setup\":\"1 host x 2\",\"round\":$r,/" >>"$raw"
 done
 /usr/bin/python3 - "$raw" "$out" "$rounds" <<'PY'

@@ -31,12 +31,13 @@ hostfile() {
 }
 
 # Only multinode.sh runs get the network variables (run_np's one-host runs stay as they are).
-# CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test).
+# CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test); MN_FLAGS are more
+# multinode.sh flags (--oversubscribe: no core binding, as every namespace host has the same cores).
 mn() {
   local hf=$1; shift
   on "${MN_HOST:-node0}" env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
     OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$NSCLUSTER_SUBNET}" \
-    timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" -- "$@"
+    timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" ${MN_FLAGS:-} -- "$@"
 }
 
 # Every process of the cluster, one per line, with its age and command (for failure messages).
