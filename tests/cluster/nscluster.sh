@@ -36,14 +36,14 @@ _port() { echo "hc${NSCLUSTER_OWNER}p$1"; }
 
 netns_available() {
   [ "$(id -u)" = 0 ] || { echo "not root"; return 1; }
-  for b in ip unshare tc; do command -v "$b" >/dev/null || { echo "$b not installed"; return 1; }; done
+  for b in ip unshare nsenter tc; do command -v "$b" >/dev/null || { echo "$b not installed"; return 1; }; done
   local probe="hpctc-probe-$$"
   ip netns add "$probe" 2>/dev/null || { echo "ip netns add failed (no CAP_SYS_ADMIN or no netns support)"; return 1; }
   local ok=0
-  ip netns exec "$probe" unshare --uts true 2>/dev/null && ok=1
+  nsenter --net="/var/run/netns/$probe" unshare --mount --uts true 2>/dev/null && ok=1
   ip -n "$probe" link add t0 type veth peer name t1 2>/dev/null || ok=0
   ip netns del "$probe"
-  [ $ok = 1 ] || { echo "UTS namespaces or veth links are unavailable"; return 1; }
+  [ $ok = 1 ] || { echo "mount/UTS namespaces or veth links are unavailable"; return 1; }
 }
 
 _reap_orphans() {
