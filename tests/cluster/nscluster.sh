@@ -8,8 +8,10 @@
 # 198.18.0.0/24 (RFC 2544's benchmark range: routed nowhere) plugged into a bridge that lives in a
 # "switch" namespace of its own, and its own hostname (a UTS namespace per command, set by `on`).
 # Names resolve through /etc/netns/<ns>/hosts, which `on` (and the agent) bind-mount over
-# /etc/hosts in a private mount namespace of each command (as `ip netns exec` would): the machine's own /etc/hosts, links and routes are never touched. The
-# filesystem is shared, as a cluster's parallel filesystem is.
+# /etc/hosts in a private mount namespace of each command (as `ip netns exec` would): the
+# machine's own /etc/hosts, links and routes are never touched. The filesystem is shared, as a
+# cluster's parallel filesystem is. The port name limit (15 characters) allows owner pids up to
+# 10 digits.
 #
 # Functions (after cluster_up):
 #   on HOST CMD...            run CMD on HOST (in its namespace, with its hostname)
