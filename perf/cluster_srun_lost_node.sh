@@ -11,16 +11,7 @@ cd "$(dirname "$0")/.."
 T=${1:-8}
 export HPCTRAIN_BIN=${HPCTRAIN_BIN:-$PWD/build/hpctrain}
 source tests/cluster/lib.sh
-CLUSTER="$SRC/slurm/local-cluster.sh"
-source "$SRC/tests/e2e/slurm_lib.sh"
-require_slurm "$CLUSTER"
-cluster_start 2
-SLURM_RUN="on node0"
-SDIR=$(mktemp -d /tmp/hpctrain-cluster-slurm.XXXXXX)
-chmod 755 "$SDIR"
-export SLURM_CONF="$SDIR/slurm.conf"
-cluster_user_cleanup() { "$CLUSTER" stop "$SDIR"; rm -rf "$SDIR" "$WORK"; }
-HPCTRAIN_SLURM_NODES="node0 node1" HPCTRAIN_SLURM_ON=$NSCLUSTER_AGENT timeout 60 "$CLUSTER" start "$SDIR" >/dev/null
+slurm_cluster_start 2
 slurm_train_setup 2 1000
 J=$(HPCTRAIN_RUN_DIR="$WORK/run" $SLURM_RUN sbatch --parsable --nodes=2 --ntasks-per-node=1 --gpus-per-task=0 \
   --cpus-per-task=1 --time=00:10:00 --output="$WORK/j.log" "$SRC/slurm/train.sbatch" "${common[@]}" \

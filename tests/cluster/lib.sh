@@ -46,3 +46,26 @@ show_cluster_procs() {
   p=$(cluster_procs | tr '\n' ' ')
   [ -n "${p// /}" ] && ps -o pid,etimes,args -p "$p" | cut -c1-160 || true
 }
+
+# slurm_cluster_start N: N hosts (cluster_start) running Slurm through slurm/local-cluster.sh:
+# slurmctld on node0, one slurmd per host, one munged. Skips (exit 0) without Slurm. Sets
+# SLURM_RUN ("on node0": where client commands run) and SLURM_CONF; job ids appended to
+# SLURM_JOBS are cancelled at exit, before the daemons stop and the hosts go.
+slurm_cluster_start() {
+  SLURM_CLUSTER="$SRC/slurm/local-cluster.sh"
+  source "$SRC/tests/e2e/slurm_lib.sh"
+  require_slurm "$SLURM_CLUSTER"
+  cluster_start "$1"
+  SLURM_RUN="on node0"
+  SLURM_JOBS=()
+  SDIR=$(mktemp -d /tmp/hpctrain-cluster-slurm.XXXXXX)
+  chmod 755 "$SDIR"  # munged runs as user munge and must reach its socket
+  export SLURM_CONF="$SDIR/slurm.conf"
+  cluster_user_cleanup() {
+    for j in "${SLURM_JOBS[@]}"; do $SLURM_RUN scancel "$j" 2>/dev/null; done
+    "$SLURM_CLUSTER" stop "$SDIR"
+    rm -rf "$SDIR" "$WORK"
+  }
+  HPCTRAIN_SLURM_NODES="${NSCLUSTER_HOSTS[*]}" HPCTRAIN_SLURM_ON=$NSCLUSTER_AGENT timeout 60 "$SLURM_CLUSTER" start "$SDIR" >/dev/null \
+    || { tail -5 "$SDIR"/*.log; fail "Slurm on ${NSCLUSTER_HOSTS[*]} did not start"; }
+}

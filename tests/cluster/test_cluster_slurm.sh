@@ -10,23 +10,8 @@
 # Skips (exit 0, "SKIPPED: ...") when Slurm/munge are missing and cannot be installed, or netns
 # is unavailable.
 source "$(dirname "$0")/lib.sh"
-CLUSTER="$SRC/slurm/local-cluster.sh"
-source "$SRC/tests/e2e/slurm_lib.sh"
-require_slurm "$CLUSTER"
-cluster_start 2
-SLURM_RUN="on node0"
-SDIR=$(mktemp -d /tmp/hpctrain-cluster-slurm.XXXXXX)
-chmod 755 "$SDIR"  # munged runs as user munge and must reach its socket
-export SLURM_CONF="$SDIR/slurm.conf"
-JOBS=()
-cluster_user_cleanup() {
-  for j in "${JOBS[@]}"; do $SLURM_RUN scancel "$j" 2>/dev/null; done
-  "$CLUSTER" stop "$SDIR"
-  rm -rf "$SDIR" "$WORK"
-}
 t_start=$SECONDS
-HPCTRAIN_SLURM_NODES="node0 node1" HPCTRAIN_SLURM_ON=$NSCLUSTER_AGENT timeout 60 "$CLUSTER" start "$SDIR" >/dev/null \
-  || { tail -5 "$SDIR"/*.log; fail "2-host Slurm did not start"; }
+slurm_cluster_start 2
 ok "Slurm on node0 + node1 up in $((SECONDS - t_start)) s ($($SLURM_RUN sinfo -h -N -o '%N %T' | tr '\n' ' '))"
 
 slurm_train_setup 4 3
@@ -37,7 +22,7 @@ t0=$SECONDS
 rc=0
 HPCTRAIN_RUN_DIR="$WORK/runA" $SLURM_RUN timeout 300 sbatch --wait --parsable "${SB[@]}" --output="$WORK/a.log" \
   "$SRC/slurm/train.sbatch" "${common[@]}" >"$WORK/a.id" || rc=$?
-JOBS+=("$(cat "$WORK/a.id")")
+SLURM_JOBS+=("$(cat "$WORK/a.id")")
 [ $rc -eq 0 ] || { tail -20 "$WORK/a.log"; fail "sbatch --nodes=2 --wait exited $rc"; }
 grep -q "hpctrain train: 4 rank(s) on 2 node(s)" "$WORK/a.log" || { tail "$WORK/a.log"; fail "job a did not run 4 ranks on 2 nodes"; }
 grep -q "on node\[0-1\]" "$WORK/a.log" || { head -3 "$WORK/a.log"; fail "job a's node list is not node[0-1]"; }
@@ -53,7 +38,7 @@ ok "a. srun doctor on 2 nodes: rank/local/host $rows"
 # --- b. USR1 -> checkpoint, requeue, restart on both hosts, resume, finish --------------------
 t0=$SECONDS
 J=$(HPCTRAIN_RUN_DIR="$WORK/runB" $SLURM_RUN sbatch --parsable "${SB[@]}" --output="$WORK/b.log" "$SRC/slurm/train.sbatch" "${common[@]}")
-JOBS+=("$J")
+SLURM_JOBS+=("$J")
 progress() { [ -f "$WORK/runB/metrics.jsonl" ] && grep -q '"type":"train"' "$WORK/runB/metrics.jsonl"; }
 wait_for 180 "job $J to report training progress" progress
 $SLURM_RUN scancel --signal=USR1 --batch "$J"
