@@ -8,6 +8,10 @@
 # - --allow-run-as-root only when run as root; --oversubscribe only when asked (more ranks
 #   than cores, e.g. tests on a laptop).
 # - --hostfile FILE runs across machines (see launch/multinode.sh for the network variables).
+#   Then Open MPI's daemon keepalive is shortened (launch/node_loss.sh) so that a host that
+#   drops off the network ends the job within 25 s, and mpirun is supervised: if every rank on
+#   this machine has exited but mpirun still waits for a remote host after
+#   HPCTRAIN_LAUNCHER_GRACE seconds (default 15), mpirun is ended and the exit code is 3.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BIN=${HPCTRAIN_BIN:-$here/../build/hpctrain}
@@ -39,4 +43,31 @@ done
 for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES; do
   [ -n "${!v:-}" ] && flags+=(-x "$v")
 done
-exec mpirun "${flags[@]}" "$BIN" "$@"
+[ -n "$hostfile" ] || exec mpirun "${flags[@]}" "$BIN" "$@"
+
+# Across machines. Open MPI keeps waiting for a lost host's daemon once it has queued a message to
+# it (after a rank's MPI_Abort: the kernel then retransmits for ~15 min and stops keepalive), so
+# a watchdog abort that comes before the keepalive verdict would leave mpirun running until the
+# allocation ends. Hence the supervision: mpirun's own ranks on this machine are its children.
+source "$here/node_loss.sh"
+mpirun "${flags[@]}" "$BIN" "$@" &
+mp=$!
+for sig in TERM INT HUP USR1 USR2; do trap "kill -$sig $mp 2>/dev/null" "$sig"; done
+grace=${HPCTRAIN_LAUNCHER_GRACE:-15}
+rank_name=$(basename "$BIN" | cut -c1-15)
+seen=0 alone_since=""
+while kill -0 "$mp" 2>/dev/null; do
+  if pgrep -P "$mp" -x "$rank_name" >/dev/null; then
+    seen=1 alone_since=""
+  elif [ "$seen" = 1 ]; then
+    alone_since=${alone_since:-$SECONDS}
+    if [ $((SECONDS - alone_since)) -ge "$grace" ]; then
+      echo "launch/local.sh: every rank on $(hostname) has exited, but mpirun has waited ${grace} s more for a remote host (one lost from the network?); ending mpirun (pid $mp)" >&2
+      kill -KILL "$mp" 2>/dev/null
+      wait "$mp" 2>/dev/null || true
+      exit 3
+    fi
+  fi
+  sleep 1
+done
+wait "$mp"

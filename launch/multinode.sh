@@ -24,8 +24,25 @@
 #   NCCL_DEBUG=INFO              NCCL prints the transport it chose (NET/IB or NET/Socket) and
 #                                its rings at start-up: the first thing to check when slow.
 #   NCCL_IB_HCA                  which InfiniBand adapters NCCL uses.
+#   OMPI_MCA_oob_tcp_keepalive_{time,intvl,probes}  how fast mpirun notices a host that drops
+#                                off the network; defaults here 10, 5, 3 (about 25 s; Open MPI's
+#                                own: 8 min). See launch/node_loss.sh.
+#   HPCTRAIN_LAUNCHER_GRACE      seconds mpirun may outlive every rank on this machine before
+#                                it is ended (default 15; exit code 3).
 # First run `launch/multinode.sh --hostfile FILE -- doctor`: every rank prints its host, rank,
-# local rank and GPU, then a collective self-test runs across the machines.
+# local rank and GPU, then each host's interfaces, the MPI transport settings and the measured
+# bandwidth of every host pair, then a collective self-test runs across the machines. Every rank
+# also checks that it runs rank 0's build (a stale clone on one host stops the job at start,
+# naming that host).
+#
+# A host lost mid-run (link down, crash): mpirun reports "ORTE has lost communication with a
+# remote daemon" and ends every process of the job within ~25 s (measured: see README,
+# "Multi-node"). If hpctrain's watchdog fires first (--collective-timeout under ~25 s), Open MPI
+# would wait ~15 min for the lost daemon; this launcher then ends mpirun HPCTRAIN_LAUNCHER_GRACE s
+# after the last local rank exited. Either way the latest checkpoint is complete: resubmit.
+#
+# Tested on a cluster of network-namespace hosts: `ctest -L cluster` (tests/cluster/), or try it
+# by hand with `tests/cluster/nscluster.sh shell 2`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 hostfile="" pass=()

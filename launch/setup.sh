@@ -19,7 +19,8 @@ APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   libtomlplusplus-dev libxxhash-dev zlib1g-dev python3-venv python3-h5py python3-numpy
   python3-matplotlib  # perf/plot.py (PNG plots, Agg backend)
   dataset-fashion-mnist
-  slurmctld slurmd slurm-client munge)  # for the Slurm e2e tests' throwaway localhost cluster
+  slurmctld slurmd slurm-client munge  # for the Slurm e2e tests' throwaway localhost cluster
+  iproute2 procps)  # ip/tc for tests/cluster's network-namespace hosts; pgrep for launch/local.sh
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

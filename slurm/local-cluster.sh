@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# A throwaway single-node Slurm on localhost, for tests and for trying the sbatch scripts.
+# A throwaway Slurm, for tests and for trying the sbatch scripts: one node on localhost, or
+# several hosts of a tests/cluster/nscluster.sh namespace cluster.
 #   slurm/local-cluster.sh start [DIR]   # munge + slurmctld + slurmd; prints "export SLURM_CONF=..."
 #   slurm/local-cluster.sh stop  [DIR]
 #   slurm/local-cluster.sh install       # the Debian packages (needs root)
+# Several hosts: HPCTRAIN_SLURM_NODES="node0 node1" names them (slurmctld on the first, one
+# slurmd per host, started as `slurmd -N HOST`), and HPCTRAIN_SLURM_ON=CMD starts each daemon
+# and client call as `CMD HOST "COMMAND"` (an ssh-like agent, e.g. tests/cluster/nsrsh). One
+# munged serves them all through its socket in DIR (the filesystem is shared).
 # Runs as root without systemd. Everything (config, state, logs, munge key/socket) lives in DIR
 # (default /tmp/hpctrain-slurm). Facts this relies on (Debian 12, Slurm 22.05):
 # - no cgroups in containers: ProctrackType=proctrack/linuxproc, TaskPlugin=task/none;
@@ -14,6 +19,14 @@ set -euo pipefail
 cmd=${1:-}
 DIR=${2:-${HPCTRAIN_SLURM_DIR:-/tmp/hpctrain-slurm}}
 HOST=$(hostname -s)
+NODES=${HPCTRAIN_SLURM_NODES:-$HOST}
+CTL=${NODES%% *}
+ON=${HPCTRAIN_SLURM_ON:-}
+# on HOST COMMAND...: run COMMAND on HOST (here, without HPCTRAIN_SLURM_ON).
+on() {
+  local h=$1; shift
+  if [ -n "$ON" ]; then "$ON" "$h" "$(printf '%q ' "$@")"; else "$@"; fi
+}
 
 install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -21,7 +34,7 @@ install_packages() {
 }
 
 stop() {
-  for pf in "$DIR/slurmd.pid" "$DIR/slurmctld.pid" "$DIR/munge/munged.pid"; do
+  for pf in "$DIR"/slurmd.*.pid "$DIR/slurmctld.pid" "$DIR/munge/munged.pid"; do
     if [ -f "$pf" ]; then
       pid=$(cat "$pf")
       kill "$pid" 2>/dev/null || true
@@ -38,7 +51,12 @@ start() {
   done
   stop
   rm -rf "$DIR"
-  mkdir -p "$DIR"/{state,spool,munge}
+  mkdir -p "$DIR"/{state,munge}
+  for n in $NODES; do mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n"; done
+  # Hosts that share one /tmp (namespace hosts) each need their own: slurmstepd's PMIx creates
+  # /tmp/spmix_appdir_<uid>_<step> on every node of a step.
+  tmpfs=""
+  [ "$NODES" = "$HOST" ] || tmpfs="TmpFS=$DIR/tmp/%n"
   chown munge:munge "$DIR/munge"
   chmod 0700 "$DIR/munge"
   dd if=/dev/urandom of="$DIR/munge/munge.key" bs=1024 count=1 status=none
@@ -49,18 +67,19 @@ start() {
     --seed-file="$DIR/munge/munged.seed" --log-file="$DIR/munge/munged.log"
   cat >"$DIR/slurm.conf" <<CONF
 ClusterName=hpctrain
-SlurmctldHost=$HOST
+SlurmctldHost=$CTL
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket=$DIR/munge/munge.socket
 CredType=cred/munge
 StateSaveLocation=$DIR/state
-SlurmdSpoolDir=$DIR/spool
+SlurmdSpoolDir=$DIR/spool/%n
+$tmpfs
 SlurmctldPidFile=$DIR/slurmctld.pid
-SlurmdPidFile=$DIR/slurmd.pid
+SlurmdPidFile=$DIR/slurmd.%n.pid
 SlurmctldLogFile=$DIR/slurmctld.log
-SlurmdLogFile=$DIR/slurmd.log
+SlurmdLogFile=$DIR/slurmd.%n.log
 SlurmctldPort=${HPCTRAIN_SLURMCTLD_PORT:-16817}
 SlurmdPort=${HPCTRAIN_SLURMD_PORT:-16818}
 ProctrackType=proctrack/linuxproc
@@ -75,19 +94,22 @@ JobRequeue=1
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-NodeName=$HOST CPUs=8 State=UNKNOWN
+$(for n in $NODES; do echo "NodeName=$n CPUs=8 State=UNKNOWN"; done)
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
   export SLURM_CONF="$DIR/slurm.conf"
-  slurmctld -f "$SLURM_CONF"
-  slurmd -f "$SLURM_CONF"
-  for _ in $(seq 100); do
-    state=$(sinfo -h -o %T 2>/dev/null | head -1 || true)
-    [ "$state" = idle ] && { echo "export SLURM_CONF=$SLURM_CONF"; return 0; }
+  on "$CTL" slurmctld -f "$SLURM_CONF"
+  for n in $NODES; do
+    if [ "$NODES" = "$HOST" ]; then on "$n" slurmd -f "$SLURM_CONF"; else on "$n" slurmd -f "$SLURM_CONF" -N "$n"; fi
+  done
+  for _ in $(seq 150); do
+    # every node idle: one distinct state, "idle"
+    state=$(on "$CTL" env SLURM_CONF="$SLURM_CONF" sinfo -h -N -o %T 2>/dev/null | sort -u | tr '\n' ' ' || true)
+    [ "$state" = "idle " ] && { echo "export SLURM_CONF=$SLURM_CONF"; return 0; }
     sleep 0.2
   done
-  echo "local-cluster: node did not become idle (state: ${state:-none}); logs in $DIR" >&2
-  tail -5 "$DIR/slurmctld.log" "$DIR/slurmd.log" >&2 || true
+  echo "local-cluster: nodes did not become idle (states: ${state:-none}); logs in $DIR" >&2
+  tail -5 "$DIR/slurmctld.log" "$DIR"/slurmd.*.log >&2 || true
   exit 1
 }
 

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "comm/host_pairs.h"
 #include "comm/router.h"
 #include "comm/selftest.h"
+#include "runtime/build_id.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/world.h"
@@ -50,6 +52,11 @@ nlohmann::json rank_report(World& w, const DeviceChoice& dev) {
   j["blas"] = blas_info();
   j["threads"] = at::get_num_threads();
   j["omp_num_threads"] = env_or("OMP_NUM_THREADS", "unset");
+  j["build"] = build_id();
+  std::string ifs;
+  for (const auto& i : ipv4_interfaces()) ifs += (ifs.empty() ? "" : " ") + i;
+  j["interfaces"] = ifs.empty() ? "-" : ifs;
+  j["mpi_transport"] = mpi_transport_settings();
   return j;
 }
 
@@ -68,11 +75,30 @@ void print_table(const std::vector<nlohmann::json>& reports, int nodes) {
                 r["device"].get<std::string>().c_str(), r["gpu"].get<std::string>().c_str(),
                 r["gpu_mem_gib"].get<double>(), r["threads"].get<int>(),
                 r["omp_num_threads"].get<std::string>().c_str());
-    for (const char* key : {"torch", "mpi", "nccl", "hdf5"})
+    for (const char* key : {"torch", "mpi", "nccl", "hdf5", "mpi_transport"})
       if (r[key] != r0[key])
         std::printf("  WARNING: rank %d has %s %s, rank 0 has %s\n", r["rank"].get<int>(), key,
                     r[key].get<std::string>().c_str(), r0[key].get<std::string>().c_str());
   }
+}
+
+// Per host: its IPv4 interfaces; then the MPI transport settings and, for every pair of hosts,
+// the bandwidth and latency their leaders measured (a slow pair means a wrong interface).
+void print_network(const std::vector<nlohmann::json>& reports,
+                   const std::vector<HostPairBandwidth>& pairs) {
+  std::printf("network: MPI transport (rank 0): %s\n", reports[0]["mpi_transport"].get<std::string>().c_str());
+  std::string last;
+  for (const auto& r : reports) {
+    const std::string host = r["host"].get<std::string>();
+    if (host == last) continue;
+    last = host;
+    std::printf("network: %s interfaces: %s\n", host.c_str(), r["interfaces"].get<std::string>().c_str());
+  }
+  for (const auto& p : pairs)
+    std::printf("network: %s <-> %s: %.2f GB/s (%lld-byte ping-pong, ranks %d<->%d), latency %.1f us\n",
+                p.host_a.c_str(), p.host_b.c_str(), p.GBps, static_cast<long long>(p.bytes),
+                p.rank_a, p.rank_b, p.latency_us);
+  if (pairs.empty()) std::printf("network: one host, no host pairs to measure\n");
 }
 
 int doctor(World& w, const std::string& device_spec) {
@@ -87,12 +113,14 @@ int doctor(World& w, const std::string& device_spec) {
   std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
   std::vector<at::Tensor> parts;
   comm.allgather(bytes, &parts, "doctor.report")->wait();
+  auto pairs = measure_host_pairs(w.comm(), 4 << 20, 5);
   if (w.rank() == 0) {
     std::vector<nlohmann::json> reports;
     for (auto& p : parts)
       reports.push_back(nlohmann::json::parse(std::string(
           static_cast<const char*>(p.data_ptr()), static_cast<size_t>(p.numel()))));
     print_table(reports, w.node_count());
+    print_network(reports, pairs);
   }
 
   int failed = 0;

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "hpctrain_version.h"
+#include "runtime/build_id.h"
 #include "runtime/check.h"
 #include "runtime/guard.h"
 #include "runtime/threads.h"
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
       }
       throw hpctrain::CollectiveError(msg + " (see hpctrain --help)");
     }
+    // Every host must run the same build; a stale one fails here, naming itself, not mid-run.
+    if (world.size() > 1) hpctrain::check_same_build(world);
     hpctrain::configure_compute_threads(world);
     return chosen(world);
   });

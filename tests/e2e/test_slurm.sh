@@ -14,14 +14,8 @@ source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 CLUSTER="$SRC/slurm/local-cluster.sh"
 
-have_slurm() { for b in munged slurmctld slurmd sbatch scontrol; do command -v "$b" >/dev/null || return 1; done; }
-if ! have_slurm; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "Slurm not installed; trying: $CLUSTER install"
-    timeout 300 "$CLUSTER" install || true
-  fi
-  have_slurm || { echo "SKIPPED: slurmctld/slurmd/munge not installed and not installable here (bash launch/setup.sh installs them)"; exit 0; }
-fi
+source "$(dirname "$0")/slurm_lib.sh"
+require_slurm "$CLUSTER"
 
 # munged runs as user munge and must traverse the cluster directory: not under the 0700 $WORK.
 SDIR=$(mktemp -d /tmp/hpctrain-e2e-slurm.XXXXXX)
@@ -43,29 +37,10 @@ t_start=$SECONDS
 timeout 60 "$CLUSTER" start "$SDIR" >/dev/null || fail "local cluster did not start (logs were in $SDIR)"
 ok "local Slurm up in $((SECONDS - t_start)) s ($(sinfo -h -o '%N %T %c CPUs'))"
 
-D="$WORK/d"
-run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
-EPOCHS=6 BATCH=16
-TOTAL=$((EPOCHS * 1024 / (2 * BATCH)))
-common=(--model cnn --sync-bn --data "$D" --epochs $EPOCHS --batch-size $BATCH --lr 0.02 --seed 3 --log-every 4)
+slurm_train_setup 2 6
 # The CPU variant: the header asks one GPU per task and 8 cores per task; a GPU-less 2-task job
 # overrides both on the command line (Slurm 22.05 accepts --gpus-per-task=0).
-export HPCTRAIN_CPU=1 HPCTRAIN_BIN="$BIN" HPCTRAIN_REPO="$SRC"
 SB=(--ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --cpus-per-task=1 --time=00:15:00)
-job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-# wait_for SECONDS WHAT CMD...: poll CMD every 0.5 s until it succeeds, or fail naming WHAT.
-wait_for() {
-  local limit=$1 what=$2; shift 2
-  local end=$((SECONDS + limit))
-  until "$@"; do
-    [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for $what"
-    sleep 0.5
-  done
-}
-summary_field() { /usr/bin/python3 -c "
-import json,sys
-lines=[l for l in open(sys.argv[1]) if l.startswith('{')]
-print(json.loads(lines[-1])[sys.argv[2]])" "$1" "$2"; }
 
 # --- a. sbatch --wait, mpirun inside the allocation, uninterrupted -------------------------------
 t0=$SECONDS
@@ -110,8 +85,7 @@ stop_step=$(sed -n 's/.*preemption signal received.*checkpointing at step \([0-9
 ok "b. USR1 to the batch shell -> checkpoint at step $stop_step of $TOTAL, rank 0 requeued job $J (pending, reason $(job_field "$J" Reason))"
 # A requeued job waits ~2 min on BeginTime; release it now.
 scontrol update jobid="$J" StartTime=now
-finished() { local s; s=$(job_field "$J" JobState); [ "$s" = COMPLETED ] || [ "$s" = FAILED ] || [ "$s" = CANCELLED ] || [ -z "$s" ]; }
-wait_for 400 "requeued job $J to finish" finished
+wait_for 400 "requeued job $J to finish" job_finished "$J"
 [ "$(job_field "$J" JobState)" = COMPLETED ] || { tail -20 "$WORK/b.log"; fail "job $J ended $(job_field "$J" JobState) exit $(job_field "$J" ExitCode)"; }
 [ "$(job_field "$J" Restarts)" = 1 ] || fail "job $J restarts = $(job_field "$J" Restarts), expected 1"
 grep -q "restart 1 on" "$WORK/b.log" || fail "log shows no restart"

@@ -1,0 +1,71 @@
+# Shared set-up for the cluster tests (ctest label `cluster`; sourced). Builds on
+# tests/e2e/lib.sh (BIN, WORK, fail, ok, run_np, json_field) and tests/cluster/nscluster.sh.
+#   cluster_start N          N hosts node0..node(N-1); skips the test (exit 0, "SKIPPED: ...")
+#                            only when network namespaces are unavailable here
+#   hostfile FILE H:S ...    writes an Open MPI hostfile, e.g. hostfile "$WORK/hf" node0:2 node1:1
+#   mn HOSTFILE ARGS...      launch/multinode.sh on node0 (MN_HOST=H: on H), exactly as a cluster user runs it,
+#                            with only the rsh agent swapped in (bounded by `timeout`), and the
+#                            network variables a user sets on a real cluster set for the subnet
+CLUSTER_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$CLUSTER_TESTS_DIR/../e2e/lib.sh"
+source "$CLUSTER_TESTS_DIR/nscluster.sh"
+SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$CLUSTER_TESTS_DIR/../.." && pwd)}
+COMPARE="$CLUSTER_TESTS_DIR/../e2e/compare_ckpt.py"
+
+cluster_user_cleanup() { rm -rf "$WORK"; }
+
+cluster_start() {
+  local why
+  if ! why=$(netns_available); then
+    echo "SKIPPED: network namespaces are unavailable here ($why); the cluster tests need root and netns"
+    exit 0
+  fi
+  cluster_up "$1"
+  export HPCTRAIN_BIN=$BIN
+}
+
+hostfile() {
+  local f=$1; shift
+  : >"$f"
+  for hs in "$@"; do echo "${hs%%:*} slots=${hs##*:}" >>"$f"; done
+}
+
+# Only multinode.sh runs get the network variables (run_np's one-host runs stay as they are).
+# CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test); MN_FLAGS are more
+# multinode.sh flags (--oversubscribe: no core binding, as every namespace host has the same cores).
+mn() {
+  local hf=$1; shift
+  on "${MN_HOST:-node0}" env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
+    OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$NSCLUSTER_SUBNET}" \
+    timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" ${MN_FLAGS:-} -- "$@"
+}
+
+# Every process of the cluster, one per line, with its age and command (for failure messages).
+show_cluster_procs() {
+  local p
+  p=$(cluster_procs | tr '\n' ' ')
+  [ -n "${p// /}" ] && ps -o pid,etimes,args -p "$p" | cut -c1-160 || true
+}
+
+# slurm_cluster_start N: N hosts (cluster_start) running Slurm through slurm/local-cluster.sh:
+# slurmctld on node0, one slurmd per host, one munged. Skips (exit 0) without Slurm. Sets
+# SLURM_RUN ("on node0": where client commands run) and SLURM_CONF; job ids appended to
+# SLURM_JOBS are cancelled at exit, before the daemons stop and the hosts go.
+slurm_cluster_start() {
+  SLURM_CLUSTER="$SRC/slurm/local-cluster.sh"
+  source "$SRC/tests/e2e/slurm_lib.sh"
+  require_slurm "$SLURM_CLUSTER"
+  cluster_start "$1"
+  SLURM_RUN="on node0"
+  SLURM_JOBS=()
+  SDIR=$(mktemp -d /tmp/hpctrain-cluster-slurm.XXXXXX)
+  chmod 755 "$SDIR"  # munged runs as user munge and must reach its socket
+  export SLURM_CONF="$SDIR/slurm.conf"
+  cluster_user_cleanup() {
+    for j in "${SLURM_JOBS[@]}"; do $SLURM_RUN scancel "$j" 2>/dev/null; done
+    "$SLURM_CLUSTER" stop "$SDIR"
+    rm -rf "$SDIR" "$WORK"
+  }
+  HPCTRAIN_SLURM_NODES="${NSCLUSTER_HOSTS[*]}" HPCTRAIN_SLURM_ON=$NSCLUSTER_AGENT timeout 60 "$SLURM_CLUSTER" start "$SDIR" >/dev/null \
+    || { tail -5 "$SDIR"/*.log; fail "Slurm on ${NSCLUSTER_HOSTS[*]} did not start"; }
+}

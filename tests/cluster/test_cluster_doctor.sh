@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# cluster (label `cluster`): `hpctrain doctor` through launch/multinode.sh on 2 namespace hosts
+# x 2 ranks: 2 nodes, local ranks 0,1 on each host, every rank's host named, the collective
+# self-test over TCP between the hosts passes, and the host-pair bandwidth line names both hosts.
+# is torn down leaving nothing behind; launched from node1, rank 0 runs on node1.
+source "$(dirname "$0")/lib.sh"
+cluster_start 2
+hostfile "$WORK/hf" node0:2 node1:2
+t0=$SECONDS
+mn "$WORK/hf" doctor >"$WORK/doctor.txt" 2>&1 || { cat "$WORK/doctor.txt"; fail "doctor on 2 hosts x 2 ranks"; }
+grep -q '^hpctrain doctor: 4 rank(s) on 2 node(s)$' "$WORK/doctor.txt" || { cat "$WORK/doctor.txt"; fail "doctor did not report 4 ranks on 2 nodes"; }
+rows=$(awk '$1 ~ /^[0-9]+$/ && $3 != "" {print $1 "/" $2 "/" $3}' "$WORK/doctor.txt" | sort | tr '\n' ' ')
+[ "$rows" = "0/0/node0 1/1/node0 2/0/node1 3/1/node1 " ] || { cat "$WORK/doctor.txt"; fail "rank/local/host rows are '$rows'"; }
+grep -q '^doctor: OK' "$WORK/doctor.txt" || { cat "$WORK/doctor.txt"; fail "self-test across hosts"; }
+ok "doctor on 2 hosts x 2 ranks: 2 nodes, rank/local/host $rows, self-test OK ($((SECONDS - t0)) s)"
+
+# A job started from node1 with node1 first in the hostfile has rank 0 on node1 (Open MPI puts
+# the launching host first; test_cluster_train resumes this way).
+hostfile "$WORK/hf-rev" node1:1 node0:1
+MN_HOST=node1 mn "$WORK/hf-rev" doctor >"$WORK/rev.txt" 2>&1 || { cat "$WORK/rev.txt"; fail "doctor with node1 first"; }
+rows=$(awk '$1 ~ /^[0-9]+$/ && $3 != "" {print $1 "/" $2 "/" $3}' "$WORK/rev.txt" | sort | tr '\n' ' ')
+[ "$rows" = "0/0/node1 1/0/node0 " ] || { cat "$WORK/rev.txt"; fail "node1-first rows are '$rows'"; }
+ok "launched from node1, node1 first: rank 0 on node1, rank 1 on node0"
+
+cluster_down
+left=$(cluster_leftovers)
+[ -z "$left" ] || fail "teardown left: $left"
+ok "teardown: no namespace, link, hosts line or process left"
