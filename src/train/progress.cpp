@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "metrics/tensorboard_sink.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -35,6 +36,11 @@ void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::jso
   metrics({{"type", "config"}, {"config", config}});
 }
 
+void Reporter::open_tensorboard(const std::string& dir, int64_t start_step) {
+  if (!root_ || dir.empty() || tb_) return;
+  tb_ = std::make_unique<TensorBoardSink>(dir, start_step);
+}
+
 Reporter::~Reporter() {
   if (metrics_) std::fclose(metrics_);
 }
@@ -63,10 +69,13 @@ void Reporter::progress(const ProgressLine& p) {
 }
 
 void Reporter::metrics(const nlohmann::json& record) {
-  if (!root_ || !metrics_) return;
-  std::string line = record.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), metrics_);
-  std::fflush(metrics_);
+  if (!root_) return;
+  if (metrics_) {
+    std::string line = record.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), metrics_);
+    std::fflush(metrics_);
+  }
+  if (tb_) tb_->record(record);
 }
 
 void Reporter::message(const std::string& text) {

@@ -9,14 +9,20 @@
 //   "final"} per committed checkpoint (stall: time the training loop was blocked by it; write:
 //   the write itself, in the background when async; final: the save at the end of the run or
 //   at preemption), and {"type":"summary",...} at the end. Lines are flushed as written.
+// - TensorBoard (open_tensorboard): every record given to metrics() also goes to a
+//   TensorBoardSink (metrics/tensorboard_sink.h), with or without a metrics file.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace hpctrain {
+
+class TensorBoardSink;
 
 struct ProgressLine {
   int64_t epoch, epochs, step, total_steps;
@@ -30,9 +36,13 @@ class Reporter {
   // once every input is validated, so a run that fails at set-up leaves an old file intact.
   // Throws hpctrain::Error (rank 0 only) if the file cannot be written.
   void open_metrics(const std::string& path, const nlohmann::json& config);
+  // Starts a new TensorBoard event file in `dir` ("" starts none) for a run that begins after
+  // `start_step` steps (0, or the step it resumed at). Call it before open_metrics so that the
+  // config record reaches it. Throws hpctrain::Error (rank 0 only) if `dir` is not writable.
+  void open_tensorboard(const std::string& dir, int64_t start_step);
   ~Reporter();
   void progress(const ProgressLine& p);
-  void metrics(const nlohmann::json& record);  // adds nothing; writes one line
+  void metrics(const nlohmann::json& record);  // adds nothing; one line, one TensorBoard event
   void message(const std::string& text);       // a plain line (rank 0), ends any updating line
   // The last stdout line of rank 0 (contract): one JSON object.
   void summary(const nlohmann::json& s);
@@ -41,6 +51,7 @@ class Reporter {
   void end_live_line();
   bool root_, tty_, live_ = false;
   std::FILE* metrics_ = nullptr;
+  std::unique_ptr<TensorBoardSink> tb_;
 };
 
 std::string format_duration(double seconds);
