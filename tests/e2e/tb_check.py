@@ -1,7 +1,7 @@
 """Reads a --tensorboard directory with the real TensorBoard reader and checks it against the
 metrics JSONL of the runs that wrote it.
 
-    tb_check.py TBDIR RUN.jsonl[:MAXSTEP] ... [--files N] [--ranks R]
+    tb_check.py TBDIR RUN.jsonl[:MAXSTEP] ... [--files N] [--ranks R] [--upto STEP]
 
 Each RUN.jsonl contributes its train/eval/checkpoint records (those with step <= MAXSTEP when
 given: a later run resumed from that step, so TensorBoard must have dropped the rest). Checks:
@@ -10,11 +10,13 @@ given: a later run resumed from that step, so TensorBoard must have dropped the 
   exactly the expected steps with the float32 of the JSONL value (the mapping: every numeric
   field but step/epoch as <type>/<field>, nested objects as <type>/<field>/<sub>, per_rank[r]
   as rank/<r>/<sub>); steps increase, so resumed curves join;
-- the config and summary text summaries are there; --files: how many event files.
+- the config (and, unless --upto, summary) text summaries are there, and the server's loader
+  (plugin_event_accumulator) files them under the text and scalars plugins; --files: how many event
+  files; --upto: compare only steps <= STEP on both sides (a killed run's last record).
 Run with the venv python that has PyPI `tensorboard`."""
 import argparse, glob, json, os, struct, sys
 
-from tensorboard.backend.event_processing import event_accumulator
+from tensorboard.backend.event_processing import event_accumulator, plugin_event_accumulator
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
 ap = argparse.ArgumentParser()
@@ -22,6 +24,7 @@ ap.add_argument("tbdir")
 ap.add_argument("runs", nargs="+")
 ap.add_argument("--files", type=int)
 ap.add_argument("--ranks", type=int, default=2)
+ap.add_argument("--upto", type=int)
 A = ap.parse_args()
 
 
@@ -62,6 +65,8 @@ def expected_scalars(runs):
             t = r["type"]
             if t not in ("train", "eval", "checkpoint") or (maxstep and r["step"] > int(maxstep)):
                 continue
+            if A.upto is not None and r["step"] > A.upto:
+                continue
             def put(tag, v):
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     steps = want.setdefault(tag, {})
@@ -92,12 +97,13 @@ acc = event_accumulator.EventAccumulator(A.tbdir, size_guidance={"scalars": 0, "
 acc.Reload()
 tags = acc.Tags()
 want = expected_scalars(A.runs)
-if set(tags["scalars"]) != set(want):
-    fail(f"scalar tags differ: only in TensorBoard {sorted(set(tags['scalars']) - set(want))}, "
-         f"only in JSONL {sorted(set(want) - set(tags['scalars']))}")
+tb_tags = {t for t in tags["scalars"] if A.upto is None or acc.Scalars(t)[0].step <= A.upto}
+if tb_tags != set(want):
+    fail(f"scalar tags differ: only in TensorBoard {sorted(tb_tags - set(want))}, "
+         f"only in JSONL {sorted(set(want) - tb_tags)}")
 points = 0
 for tag, steps in want.items():
-    got = [(e.step, e.value) for e in acc.Scalars(tag)]
+    got = [(e.step, e.value) for e in acc.Scalars(tag) if A.upto is None or e.step <= A.upto]
     if [s for s, _ in got] != sorted(steps):
         fail(f"{tag}: TensorBoard steps {[s for s, _ in got]} != JSONL steps {sorted(steps)}")
     for s, v in got:
@@ -107,12 +113,19 @@ for tag, steps in want.items():
 for k in range(A.ranks):
     if f"rank/{k}/step_s" not in want:
         fail(f"no rank/{k}/step_s")
-for text in ("config", "summary"):
+for text in ("config",) if A.upto is not None else ("config", "summary"):
     if text not in tags["tensors"]:
         fail(f"no {text} text summary (tensors: {tags['tensors']})")
 cfg = acc.Tensors("config")[-1].tensor_proto.string_val[0].decode()
 if "| tensorboard |" not in cfg or "| model |" not in cfg:
     fail(f"config text lacks the config table: {cfg[:200]}")
+# The TensorBoard server's own loader (plugin data path) sees the same tags in its plugins.
+pacc = plugin_event_accumulator.EventAccumulator(A.tbdir)
+pacc.Reload()
+if "config" not in pacc.PluginTagToContent("text"):
+    fail(f"text plugin sees no config: {pacc.PluginTagToContent('text')}")
+if set(pacc.PluginTagToContent("scalars")) < set(want):
+    fail(f"scalars plugin lacks {sorted(set(want) - set(pacc.PluginTagToContent('scalars')))}")
 loss_steps = [e.step for e in acc.Scalars("train/loss")]
 print(f"ok: {len(files)} file(s), {records} records with valid CRCs; {len(want)} tags, {points} "
       f"points equal to the JSONL; train/loss steps {loss_steps[0]}..{loss_steps[-1]}")
