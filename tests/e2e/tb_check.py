@@ -12,7 +12,8 @@ given: a later run resumed from that step, so TensorBoard must have dropped the 
   as rank/<r>/<sub>); steps increase, so resumed curves join;
 - the config (and, unless --upto, summary) text summaries are there, and the server's loader
   (plugin_event_accumulator) files them under the text and scalars plugins; --files: how many event
-  files; --upto: compare only steps <= STEP on both sides (a killed run's last record).
+  files; --upto: compare only steps <= STEP on both sides (a killed run's last record);
+  --cut: a failed write may have cut the last record (readers stop there).
 Run with the venv python that has PyPI `tensorboard`."""
 import argparse, glob, json, os, struct, sys
 
@@ -25,6 +26,9 @@ ap.add_argument("runs", nargs="+")
 ap.add_argument("--files", type=int)
 ap.add_argument("--ranks", type=int, default=2)
 ap.add_argument("--upto", type=int)
+ap.add_argument("--cut", action="store_true",
+                help="the file may end in a partly written record (a write failed): compare the "
+                     "steps before the last one TensorBoard read")
 A = ap.parse_args()
 
 
@@ -37,12 +41,16 @@ def check_framing(path):
     at = n = 0
     while at < len(b):
         if len(b) - at < 12:
+            if A.cut:
+                break
             fail(f"{path}: {len(b) - at} trailing bytes at {at}")
         (length,) = struct.unpack_from("<Q", b, at)
         (hcrc,) = struct.unpack_from("<I", b, at + 8)
         if hcrc != masked_crc32c(b[at:at + 8]):
             fail(f"{path}: bad length CRC at {at}")
         if len(b) - at - 12 < length + 4:
+            if A.cut:
+                break
             fail(f"{path}: truncated record at {at}")
         (dcrc,) = struct.unpack_from("<I", b, at + 12 + length)
         if dcrc != masked_crc32c(b[at + 12:at + 12 + length]):
@@ -96,6 +104,11 @@ records = sum(check_framing(f) for f in files)
 acc = event_accumulator.EventAccumulator(A.tbdir, size_guidance={"scalars": 0, "tensors": 0})
 acc.Reload()
 tags = acc.Tags()
+if A.cut:
+    read = [e.step for e in acc.Scalars("train/loss")]
+    if len(read) < 2:
+        fail(f"--cut: only {len(read)} train/loss points were readable")
+    A.upto = read[-1] - 1
 want = expected_scalars(A.runs)
 tb_tags = {t for t in tags["scalars"] if A.upto is None or acc.Scalars(t)[0].step <= A.upto}
 if tb_tags != set(want):

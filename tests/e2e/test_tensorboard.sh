@@ -66,15 +66,19 @@ ok "SIGKILL after step $last, resumed at $resume_at: orphaned steps dropped, cur
 
 # 3. full disk: logging stops with one warning, training goes on
 if mkdir -p "$WORK/full" && mount -t tmpfs -o size=64k tmpfs "$WORK/full" 2>/dev/null; then
-  trap 'umount "$WORK/full" 2>/dev/null; rm -rf "$WORK"' EXIT
+  trap 'umount "$WORK/full" 2>/dev/null || true; rm -rf "$WORK"' EXIT
   head -c $((64 * 1024 - 8 * 1024)) /dev/zero >"$WORK/full/filler" 2>/dev/null || true
-  run_np 2 train "${common[@]}" --tensorboard "$WORK/full/tb" --log-every 1 --metrics "$WORK/f.jsonl" \
-    >"$WORK/f.txt" 2>"$WORK/f.err" || { tail "$WORK/f.err"; fail "full disk ended the run"; }
+  run_np 2 train --model mlp --data "$D" --epochs 2 --batch-size 8 --lr 0.02 --log-every 1 \
+    --tensorboard "$WORK/full/tb" --metrics "$WORK/f.jsonl" \
+    >"$WORK/f.txt" 2>"$WORK/f.err" || { grep hpctrain: "$WORK/f.err"; fail "full disk ended the run"; }
   n=$(grep -c "warning: TensorBoard logging stopped" "$WORK/f.err" || true)
   [ "$n" = 1 ] || { cat "$WORK/f.err"; fail "expected one warning line, got $n"; }
   grep -q "No space left on device" "$WORK/f.err" || { cat "$WORK/f.err"; fail "warning lacks the cause"; }
   steps=$(json_field "$WORK/f.txt" steps)
   [ "$steps" = 256 ] || fail "full disk: $steps steps, expected 256"
+  [ "$(grep -c '"type":"train"' "$WORK/f.jsonl")" = 256 ] || fail "full disk: the metrics file lost records"
+  # What was written before the disk filled reads back, equal to the JSONL.
+  "${CHECK[@]}" "$WORK/full/tb" "$WORK/f.jsonl" --files 1 --cut || fail "full disk: the event file before the failure"
   ok "full disk: one warning ($(grep warning "$WORK/f.err" | head -c 160)), training completed"
   umount "$WORK/full"
 else
