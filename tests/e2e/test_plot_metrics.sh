@@ -3,13 +3,9 @@
 # - two hand-made runs overlaid -> one PNG (PNG magic, non-trivial size) at --out;
 # - the README's reference runs (perf/results/fmnist-*.jsonl) plot next to their JSONL;
 # - a file without train records, or with a broken line, is refused with a one-line reason.
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/hpctrain-plotmetrics.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 unset DISPLAY
 is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] && [ "$(stat -c %s "$1")" -gt 20000 ]; }
 
