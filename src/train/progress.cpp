@@ -39,6 +39,7 @@ void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::jso
 void Reporter::open_tensorboard(const std::string& dir, int64_t start_step) {
   if (!root_ || dir.empty() || tb_) return;
   tb_ = std::make_unique<TensorBoardSink>(dir, start_step);
+  message("hpctrain train: TensorBoard events go to " + tb_->path() + " (tensorboard --logdir " + dir + ")");
 }
 
 Reporter::~Reporter() {
