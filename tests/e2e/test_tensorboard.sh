@@ -17,14 +17,18 @@ D="$WORK/d"
 run_np 1 data synthetic --out "$D" --n 2048 --test-n 200 --classes 4 --height 12 --width 12 --seed 5 >/dev/null
 common=(--model mlp --data "$D" --epochs 2 --batch-size 8 --lr 0.02 --log-every 10 --ckpt-every 50)
 
-# 1. run + resume in one directory
-run_np 2 train "${common[@]}" --max-steps 150 --ckpt-dir "$WORK/ck" --tensorboard "$WORK/tb" \
+# 1. run + resume in one directory (the first run takes the directory from its TOML file)
+printf 'tensorboard = "%s"\n' "$WORK/tb" >"$WORK/tb.toml"
+run_np 2 train --config "$WORK/tb.toml" "${common[@]}" --max-steps 150 --ckpt-dir "$WORK/ck" \
   --metrics "$WORK/m1.jsonl" >"$WORK/r1.txt" 2>&1 || { tail "$WORK/r1.txt"; fail "first run"; }
+grep -q "TensorBoard events go to $WORK/tb/events.out.tfevents." "$WORK/r1.txt" || fail "no TensorBoard line on stdout"
 "${CHECK[@]}" "$WORK/tb" "$WORK/m1.jsonl" --files 1 || fail "first run's event file"
 sleep 1  # a new second: the resumed run's file gets its own time stamp (a suffix otherwise)
 run_np 2 train "${common[@]}" --ckpt-dir "$WORK/ck" --tensorboard "$WORK/tb" \
   --metrics "$WORK/m2.jsonl" >"$WORK/r2.txt" 2>&1 || { tail "$WORK/r2.txt"; fail "resumed run"; }
 grep -q "resumed from .* at step 150" "$WORK/r2.txt" || { head "$WORK/r2.txt"; fail "did not resume at 150"; }
+first=$(grep -m1 '"type":"train"' "$WORK/m2.jsonl" | sed 's/.*"step":\([0-9]*\).*/\1/')
+[ "$first" = 160 ] || fail "the resumed run's first interval is at step $first, expected 160"
 "${CHECK[@]}" "$WORK/tb" "$WORK/m1.jsonl" "$WORK/m2.jsonl" --files 2 || fail "resumed run's curves"
 ok "run + resume: two event files, steps continue, scalars equal the metrics JSONL"
 
