@@ -30,10 +30,12 @@ bool live_progress() {
 Reporter::Reporter(bool is_root) : root_(is_root), tty_(live_progress()) {}
 
 void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::json& config) {
-  if (!root_ || metrics_path.empty() || metrics_) return;
-  metrics_ = std::fopen(metrics_path.c_str(), "w");
-  if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
-  metrics({{"type", "config"}, {"config", config}});
+  if (!root_ || metrics_) return;
+  if (!metrics_path.empty()) {
+    metrics_ = std::fopen(metrics_path.c_str(), "w");
+    if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
+  }
+  if (metrics_ || tb_) metrics({{"type", "config"}, {"config", config}});  // TensorBoard needs it too
 }
 
 void Reporter::open_tensorboard(const std::string& dir, int64_t start_step) {

@@ -33,7 +33,8 @@ struct ProgressLine {
 class Reporter {
  public:
   explicit Reporter(bool is_root);
-  // Creates (truncates) the metrics file and writes the config record; "" writes none. Call it
+  // Creates (truncates) the metrics file and writes the config record (to TensorBoard too, if
+  // open, even when `path` is ""; "" creates no file). Call it
   // once every input is validated, so a run that fails at set-up leaves an old file intact.
   // Throws hpctrain::Error (rank 0 only) if the file cannot be written.
   void open_metrics(const std::string& path, const nlohmann::json& config);

@@ -32,6 +32,17 @@ first=$(grep -m1 '"type":"train"' "$WORK/m2.jsonl" | sed 's/.*"step":\([0-9]*\).
 "${CHECK[@]}" "$WORK/tb" "$WORK/m1.jsonl" "$WORK/m2.jsonl" --files 2 || fail "resumed run's curves"
 ok "run + resume: two event files, steps continue, scalars equal the metrics JSONL"
 
+# Without --metrics, TensorBoard still gets every record, the config text included.
+run_np 2 train "${common[@]}" --max-steps 30 --tensorboard "$WORK/tb0" >"$WORK/r0.txt" 2>&1 || { tail "$WORK/r0.txt"; fail "run without --metrics"; }
+"$PY" - "$WORK/tb0" <<'PY' 2>/dev/null || fail "run without --metrics: TensorBoard lacks records"
+import sys
+from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+a = pea.EventAccumulator(sys.argv[1]); a.Reload()
+assert set(a.PluginTagToContent("text")) == {"config", "summary"}, a.PluginTagToContent("text")
+assert [e.step for e in a.Tensors("train/loss")] == [10, 20, 30], a.Tensors("train/loss")
+PY
+ok "without --metrics: config and summary texts, train/loss at 10, 20, 30"
+
 # 2. SIGKILL mid-run, then resume from the last checkpoint
 long=(--model mlp --data "$D" --epochs 200 --batch-size 8 --lr 0.02 --log-every 10 --ckpt-every 300 --ckpt-async false)
 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" train "${long[@]}" --ckpt-dir "$WORK/ck2" \
