@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up for hpctrain on Debian 12 (run as root, or with sudo available):
-#   1. Debian packages (MPI, HDF5, GoogleTest, CLI11, json, toml++, xxhash, ccache, data set)
-#   2. the pinned LibTorch (PyPI torch wheel) in a venv outside the checkout, reused by clones/CI
+#   1. Debian packages (MPI, HDF5, GoogleTest, CLI11, json, toml++, xxhash, protobuf, ccache, data set)
+#   2. the pinned LibTorch (PyPI torch wheel) and tensorboard (for tests) in a venv outside the
+#      checkout, reused by clones/CI
 #   3. configure + build into ./build
 # Environment:
 #   HPCTRAIN_HOME      where the venv lives (default ~/.cache/hpctrain)
@@ -16,7 +17,8 @@ VENV=$HPCTRAIN_HOME/venv
 
 APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   libopenmpi-dev openmpi-bin libhdf5-dev libgtest-dev libcli11-dev nlohmann-json3-dev
-  libtomlplusplus-dev libxxhash-dev zlib1g-dev python3-venv python3-h5py python3-numpy
+  libtomlplusplus-dev libxxhash-dev zlib1g-dev libprotobuf-dev protobuf-compiler
+  python3-venv python3-h5py python3-numpy
   python3-matplotlib  # perf/plot.py (PNG plots, Agg backend)
   dataset-fashion-mnist
   slurmctld slurmd slurm-client munge  # for the Slurm e2e tests' throwaway localhost cluster
@@ -39,10 +41,13 @@ if [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
     [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$HPCTRAIN_TORCH" numpy
   fi
-  # Python-side test packages (the pinned wheel's Python): h5py loads merged checkpoints back
-  # into Python modules (TorchScript tests).
-  "$VENV/bin/python" -c "import h5py" 2>/dev/null ||
-    "$VENV/bin/pip" install -q --disable-pip-version-check h5py
+  # Python-side test packages in the pinned wheel's Python: h5py loads merged checkpoints back
+  # into Python modules (TorchScript tests); tensorboard reads our event files
+  # (EventAccumulator); safetensors loads `ckpt merge --out x.safetensors`.
+  for pkg in h5py tensorboard safetensors; do
+    "$VENV/bin/python" -c "import $pkg" 2>/dev/null ||
+      "$VENV/bin/pip" install -q --disable-pip-version-check "$pkg"
+  done
   TORCH_PREFIX=$("$VENV/bin/python" -c "import torch.utils; print(torch.utils.cmake_prefix_path)")
   PY=$VENV/bin/python
 else

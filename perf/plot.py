@@ -2,13 +2,16 @@
 
     /usr/bin/python3 perf/plot.py scaling   perf/results/scaling-cnn-DATE.csv   [--out PNG]
     /usr/bin/python3 perf/plot.py allreduce perf/results/allreduce-np2-DATE.csv [--out PNG]
+    /usr/bin/python3 perf/plot.py metrics   RUN.jsonl [RUN2.jsonl ...]            [--out PNG]
 
 scaling: for each sweep in the CSV (weak, strong), throughput against ranks with the ideal line
 (N x the 1-rank throughput) and efficiency against ranks with the ideal 1.0; when
 <csv>-model.csv from perf/scaling_model.py exists, its predicted efficiency is drawn too.
 allreduce: bus bandwidth of ours and of bare MPI_Allreduce against message size (log x), and
 the ring model that perf/scaling_model.py fits to our times (busbw B, latency alpha).
-The PNG goes next to the CSV (same name, .png) unless --out is given; its path is printed.
+metrics: training curves of `train --metrics` files (perf/plot_metrics.py): loss, test accuracy,
+samples/s and lr against step, one line per file (runs overlaid).
+The PNG goes next to the (first) input (same name, .png) unless --out is given; its path is printed.
 """
 import argparse, csv, os, sys
 
@@ -19,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after use("Agg"))
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scaling_model import fit_link  # noqa: E402
+from plot_metrics import plot_metrics  # noqa: E402
 
 
 def read_csv(path):
@@ -86,12 +90,17 @@ def plot_allreduce(path, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["scaling", "allreduce"])
-    ap.add_argument("csv")
+    ap.add_argument("kind", choices=["scaling", "allreduce", "metrics"])
+    ap.add_argument("inputs", nargs="+", metavar="FILE", help="CSV (scaling, allreduce) or metrics JSONL files")
     ap.add_argument("--out")
     a = ap.parse_args()
-    out = a.out or os.path.splitext(a.csv)[0] + ".png"
-    {"scaling": plot_scaling, "allreduce": plot_allreduce}[a.kind](a.csv, out)
+    out = a.out or os.path.splitext(a.inputs[0])[0] + ".png"
+    if a.kind == "metrics":
+        plot_metrics(a.inputs, out, plt)
+    elif len(a.inputs) != 1:
+        ap.error(f"{a.kind} takes one CSV")
+    else:
+        {"scaling": plot_scaling, "allreduce": plot_allreduce}[a.kind](a.inputs[0], out)
     print(out)
 
 

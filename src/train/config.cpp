@@ -179,6 +179,7 @@ const std::vector<FieldSpec>& config_fields() {
       {"seed", K::kInt, "seed for every generator", {}, 0, 9.2e18},
       {"metrics", K::kString, "write JSON lines metrics to this file"},
       {"trace", K::kString, "write a Chrome-trace timeline to this file"},
+      {"tensorboard", K::kString, "write TensorBoard event files to this directory (rank 0)"},
       {"log_every", K::kInt, "progress/metrics interval in steps", {}, 1, 1e12},
       {"collective_timeout", K::kFloat, "seconds before a stuck collective aborts the job", {}, 0, 1e9, true},
       {"debug_collectives", K::kBool, "compare collective fingerprints across ranks"},
@@ -231,7 +232,7 @@ TrainConfig load_config(const std::string& toml_path,
   X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(device) X(sync_bn) X(amp) X(bucket_mb) \
   X(prefetch) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \
   X(ckpt_async) X(ckpt_compress) X(ckpt_writers) X(resume) X(seed) X(metrics) X(trace)     \
-  X(log_every) X(collective_timeout) X(debug_collectives)
+  X(tensorboard) X(log_every) X(collective_timeout) X(debug_collectives)
 
 nlohmann::json TrainConfig::to_json() const {
   json j;

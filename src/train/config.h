@@ -57,6 +57,7 @@ struct TrainConfig {
   int64_t seed = 0;
   std::string metrics;  // FILE.jsonl
   std::string trace;    // FILE.json (Chrome trace)
+  std::string tensorboard;  // DIR for TensorBoard event files
   int64_t log_every = 50;
   double collective_timeout = 300;
   bool debug_collectives = false;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "metrics/tensorboard_sink.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -29,10 +30,18 @@ bool live_progress() {
 Reporter::Reporter(bool is_root) : root_(is_root), tty_(live_progress()) {}
 
 void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::json& config) {
-  if (!root_ || metrics_path.empty() || metrics_) return;
-  metrics_ = std::fopen(metrics_path.c_str(), "w");
-  if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
-  metrics({{"type", "config"}, {"config", config}});
+  if (!root_ || metrics_) return;
+  if (!metrics_path.empty()) {
+    metrics_ = std::fopen(metrics_path.c_str(), "w");
+    if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
+  }
+  if (metrics_ || tb_) metrics({{"type", "config"}, {"config", config}});  // TensorBoard needs it too
+}
+
+void Reporter::open_tensorboard(const std::string& dir, int64_t start_step) {
+  if (!root_ || dir.empty() || tb_) return;
+  tb_ = std::make_unique<TensorBoardSink>(dir, start_step);
+  message("hpctrain train: TensorBoard events go to " + tb_->path() + " (tensorboard --logdir " + dir + ")");
 }
 
 Reporter::~Reporter() {
@@ -63,10 +72,13 @@ void Reporter::progress(const ProgressLine& p) {
 }
 
 void Reporter::metrics(const nlohmann::json& record) {
-  if (!root_ || !metrics_) return;
-  std::string line = record.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), metrics_);
-  std::fflush(metrics_);
+  if (!root_) return;
+  if (metrics_) {
+    std::string line = record.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), metrics_);
+    std::fflush(metrics_);
+  }
+  if (tb_) tb_->record(record);
 }
 
 void Reporter::message(const std::string& text) {

@@ -31,12 +31,26 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   world_ = world;
   IntervalReport r;
   double dt = std::chrono::duration<double>(clock::now() - interval_t0_).count();
-  at::Tensor sums = at::zeros({2}, at::kDouble);
-  if (loss_sum_.defined()) sums[0] = loss_sum_.item<double>();
-  sums[1] = static_cast<double>(interval_steps_);
+  // [loss sum, steps, then 3 slots per rank]: each rank fills its own slots, the sum gathers.
+  constexpr int kPerRank = 3;
+  at::Tensor sums = at::zeros({2 + kPerRank * world}, at::kDouble);
+  double* v = sums.data_ptr<double>();
+  if (loss_sum_.defined()) v[0] = loss_sum_.item<double>();
+  v[1] = static_cast<double>(interval_steps_);
+  if (interval_steps_ > 0) {
+    double* mine = v + 2 + kPerRank * comm.rank();
+    mine[0] = dt / interval_steps_;
+    mine[1] = (data_wait_total_ - interval_data_wait0_) / interval_steps_;
+    mine[2] = interval_comm_wait_ / interval_steps_;
+  }
   comm.allreduce(sums, ReduceOp::kSum, "stats.loss")->wait();
-  r.loss = sums[1].item<double>() > 0 ? sums[0].item<double>() / sums[1].item<double>() : 0;
+  v = sums.data_ptr<double>();
+  r.loss = v[1] > 0 ? v[0] / v[1] : 0;
   last_loss_ = r.loss;
+  for (int k = 0; k < world; ++k) {
+    const double* q = v + 2 + kPerRank * k;
+    r.ranks.push_back({q[0], q[1], q[2]});
+  }
   if (dt > 0) {
     r.samples_per_s = static_cast<double>(interval_rows_) * world / dt;
     r.data_wait_pct = 100.0 * (data_wait_total_ - interval_data_wait0_) / dt;
@@ -49,6 +63,13 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   interval_data_wait0_ = data_wait_total_;
   interval_t0_ = clock::now();
   return r;
+}
+
+nlohmann::json IntervalReport::per_rank_json() const {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RankInterval& k : ranks)
+    a.push_back({{"step_s", k.step_s}, {"data_wait_s", k.data_wait_s}, {"comm_blocked_s", k.comm_blocked_s}});
+  return a;
 }
 
 double StepStats::mean_step_seconds() const { return steps_ ? elapsed() / steps_ : 0; }

@@ -1,21 +1,34 @@
 // StepStats: the trainer's running numbers (loss, throughput, data wait, comm-blocked time)
 // per log interval and for the whole run.
 //
-// Contract: close_interval() is collective (one small allreduce of [loss sum, loss count]) so
-// the loss printed by rank 0 is the global mean over the interval; timing figures are rank 0's.
+// Contract: close_interval() is collective (one small allreduce of [loss sum, loss count] and
+// every rank's three interval timings) so the loss printed by rank 0 is the global mean over the
+// interval and rank 0 knows each rank's step time; the other timing figures are rank 0's.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace hpctrain {
 
 class Communicator;
 struct DdpStepStats;
 
+// One rank's interval, per optimizer step: wall time, time waiting for data, time blocked on
+// gradient communication (the rest is compute).
+struct RankInterval {
+  double step_s = 0, data_wait_s = 0, comm_blocked_s = 0;
+};
+
 struct IntervalReport {
   double loss = 0, samples_per_s = 0, data_wait_pct = 0, comm_wait_pct = 0, step_s = 0;
+  std::vector<RankInterval> ranks;  // indexed by rank
+  // [{"step_s", "data_wait_s", "comm_blocked_s"}, ...]: the metrics record's "per_rank".
+  nlohmann::json per_rank_json() const;
 };
 
 class StepStats {

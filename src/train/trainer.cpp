@@ -244,7 +244,10 @@ void Trainer::State::setup() {
   }
   agree_on_failure(world.comm(), [&] { resume(); });  // every rank reads the same checkpoint
   // Only now, with every input validated, may the metrics file of a previous run be replaced.
-  run_on_rank0(world.comm(), "", [&] { rep->open_metrics(cfg.metrics, cfg.to_json()); });
+  run_on_rank0(world.comm(), "", [&] {
+    rep->open_tensorboard(cfg.tensorboard, step);
+    rep->open_metrics(cfg.metrics, cfg.to_json());
+  });
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " +
                std::to_string(world.node_count()) + " node(s), device " + dev.str() + ", model " +
@@ -341,10 +344,13 @@ void Trainer::State::log_interval(int64_t epoch) {
                  iv.samples_per_s, iv.data_wait_pct, iv.comm_wait_pct,
                  step_time * static_cast<double>(total_steps - step)};
   rep->progress(p);
-  rep->metrics({{"type", "train"}, {"step", step}, {"epoch", epoch}, {"lr", p.lr},
-                {"loss", iv.loss}, {"samples_per_s", iv.samples_per_s},
-                {"data_wait_pct", iv.data_wait_pct}, {"comm_blocked_pct", iv.comm_wait_pct},
-                {"step_s", iv.step_s}, {"peak_mem_mb", peak_memory_mb(dev)}});
+  nlohmann::json rec = {{"type", "train"}, {"step", step}, {"epoch", epoch}, {"lr", p.lr},
+                        {"loss", iv.loss}, {"samples_per_s", iv.samples_per_s},
+                        {"data_wait_pct", iv.data_wait_pct}, {"comm_blocked_pct", iv.comm_wait_pct},
+                        {"step_s", iv.step_s}, {"peak_mem_mb", peak_memory_mb(dev)},
+                        {"per_rank", iv.per_rank_json()}};
+  if (scaler.enabled()) rec["loss_scale"] = scaler.scale();
+  rep->metrics(rec);
 }
 
 nlohmann::json Trainer::run() {
