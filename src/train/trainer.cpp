@@ -1,9 +1,7 @@
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
-#include <torch/nn/modules/batchnorm.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,14 +11,10 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/dir_ops.h"
-#include "ckpt/manifest.h"
-#include "ckpt/reader.h"
 #include "comm/router.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
-#include "ddp/sync_batchnorm.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
@@ -30,7 +24,6 @@
 #include "train/device_check.h"
 #include "train/evaluate.h"
 #include "train/model.h"
-#include "train/model_registry.h"
 #include "train/optim.h"
 #include "train/preempt.h"
 #include "train/progress.h"
@@ -57,129 +50,6 @@ nlohmann::json train(World& world, const TrainConfig& config, ModelFactory facto
   m.factory = std::move(factory);
   Trainer t(config, world, std::move(m));
   return t.run();
-}
-
-namespace {
-
-// Where the checkpoint that --resume would pick got its model ("zoo", a plugin's path,
-// "program"), or "" when there is none or it cannot be read. For error messages only.
-std::string resume_model_origin(const TrainConfig& cfg) {
-  try {
-    std::string dir;
-    if (cfg.resume == "none") return "";
-    if (cfg.resume == "auto") {
-      auto all = ckpt::complete_checkpoints(cfg.ckpt_dir);
-      if (all.empty()) return "";
-      dir = all.back().second;
-    } else {
-      dir = ckpt::resolve_checkpoint_path(cfg.resume);
-    }
-    return ckpt::read_manifest(dir).meta.value("model_origin", std::string());
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
-// The one-line reason of a LibTorch error: TorchScript's interpreter puts a serialized-code
-// traceback first and "RuntimeError: <reason>" last.
-std::string last_line(const std::string& what) {
-  size_t end = what.find_last_not_of(" \n");
-  if (end == std::string::npos) return what;
-  size_t start = what.rfind('\n', end);
-  std::string line = what.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
-  if (line.rfind("RuntimeError: ", 0) == 0) line = line.substr(14);
-  return line;
-}
-
-}  // namespace
-
-// The model behind the interface, on the run's device, with SyncBN when asked. Collective:
-// every rank builds the same model and reaches the same verdict on it.
-void Trainer::State::build_model() {
-  agree_on_failure(world.comm(), [&] {
-    if (!model_entry.factory) {
-      try {
-        model_entry = resolve_model(cfg.model, cfg.model_lib);
-      } catch (const CollectiveError& e) {
-        std::string origin = cfg.ckpt_dir.empty() && cfg.resume == "auto" ? "" : resume_model_origin(cfg);
-        if (origin.empty() || origin == "zoo" || origin == "program") throw;
-        throw CollectiveError(std::string(e.what()) + "; the checkpoint to resume was trained with it from the plugin " +
-                              origin + ": pass --model-lib " + origin);
-      }
-    } else if (model_entry.origin.empty()) model_entry.origin = "program";
-    const auto& info = train->info();
-    ModelSpec spec;
-    spec.name = cfg.model;
-    spec.sample_shape = info.sample_shape;
-    spec.num_classes = info.num_classes;
-    spec.target_shape = info.target_shape;
-    spec.sync_bn = cfg.sync_bn ? comm.get() : nullptr;
-    spec.device = device;
-    model = model_entry.factory(spec);
-    if (!model) throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
-    if (cfg.sync_bn && model_entry.origin == "torchscript")
-      throw CollectiveError("--sync-bn cannot convert the BatchNorm layers of the TorchScript module " + cfg.model +
-                            ": its compiled forward calls them directly, and converting in Python before scripting "
-                            "is not possible either (torch.nn.SyncBatchNorm needs a Python process group); train it "
-                            "without --sync-bn (rank 0's statistics are broadcast), or use GroupNorm/LayerNorm");
-    if (cfg.sync_bn) {
-      std::shared_ptr<torch::nn::Module> root = model->module();
-      if (!root)
-        throw CollectiveError("--sync-bn: model " + cfg.model + " has no torch::nn::Module tree to convert; "
-                              "build its BatchNorm layers with hpctrain::make_batch_norm(..., spec.sync_bn, name)");
-      try {
-        if (convert_sync_batchnorm(root, comm.get()) != root)
-          throw Error("the model itself is a BatchNorm layer");
-      } catch (const Error& e) {
-        throw CollectiveError(std::string("--sync-bn: ") + e.what());
-      }
-    }
-    model->to(device);
-    NamedTensors state = model->named_parameters();
-    if (state.empty()) throw CollectiveError("model " + cfg.model + " has no parameters to train");
-    for (auto& b : model->named_buffers()) state.push_back(b);
-    for (auto& [name, t] : state)
-      if (t.device() != device)
-        throw CollectiveError("model " + cfg.model + ": tensor " + name + " is on " + t.device().str() +
-                              " after to(" + device.str() + "); the run's device is " + device.str() +
-                              " (every parameter and buffer must move with Model::to)");
-    loss = std::make_unique<Loss>(cfg.loss, info.num_classes);
-  });
-  DdpOptions dopts;
-  dopts.bucket_cap_mb = cfg.bucket_mb;
-  dopts.broadcast_buffers = !cfg.sync_bn;
-  ddp = std::make_unique<DistributedDataParallel>(model->named_parameters(), model->named_buffers(), *comm, dopts);
-  for (auto& [name, p] : model->named_parameters())
-    if (p.requires_grad()) params.push_back(p);
-}
-
-// Before anything is read or written: one forward of a zero micro-batch, in eval mode and
-// without autograd (no BatchNorm statistics, dropout draws or collectives are touched), whose
-// output must fit the targets. Collective: every rank reaches the same verdict.
-void Trainer::State::check_model_output() {
-  const auto& info = train->info();
-  const int64_t b = std::max<int64_t>(cfg.batch_size / cfg.grad_accum, 1);
-  std::vector<int64_t> xs{b}, ys{b};
-  xs.insert(xs.end(), info.sample_shape.begin(), info.sample_shape.end());
-  ys.insert(ys.end(), info.target_shape.begin(), info.target_shape.end());
-  agree_on_failure(world.comm(), [&] {
-    at::Tensor x = at::zeros(xs, at::TensorOptions().device(device));
-    at::Tensor y = info.classification ? at::zeros(ys, at::TensorOptions().dtype(at::kLong).device(device))
-                                       : at::zeros(ys, at::TensorOptions().device(device));
-    at::NoGradGuard no_grad;
-    bool was_training = model->is_training();
-    model->train(false);
-    at::Tensor out;
-    try {
-      out = model->forward(x);
-    } catch (const c10::Error& e) {
-      throw CollectiveError("model " + cfg.model + " fails on a batch of this data (input " +
-                            shape_string(x.sizes()) + ", targets " + shape_string(y.sizes()) +
-                            "): " + last_line(e.what_without_backtrace()));
-    }
-    model->train(was_training);
-    loss->check_output(out, y);
-  });
 }
 
 void Trainer::State::setup() {

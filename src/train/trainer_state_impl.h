@@ -1,5 +1,6 @@
 // Trainer::State, shared by the trainer's translation units (trainer.cpp: set-up, step, loop,
-// evaluation; trainer_ckpt.cpp: resume and checkpoints). Private to src/train.
+// evaluation; trainer_model.cpp: building and checking the model; trainer_ckpt.cpp: resume and
+// checkpoints). Private to src/train.
 #pragma once
 
 #include <ATen/ATen.h>
