@@ -18,6 +18,7 @@ APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   libopenmpi-dev openmpi-bin libhdf5-dev libgtest-dev libcli11-dev nlohmann-json3-dev
   libtomlplusplus-dev libxxhash-dev zlib1g-dev python3-venv python3-h5py python3-numpy
   python3-matplotlib  # perf/plot.py (PNG plots, Agg backend)
+  strace  # tests/e2e/test_ckpt_fsync.sh counts a checkpoint's fsyncs from outside
   dataset-fashion-mnist
   slurmctld slurmd slurm-client munge)  # for the Slurm e2e tests' throwaway localhost cluster
 missing=()
@@ -36,8 +37,11 @@ if [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
     echo "[setup] installing torch==$HPCTRAIN_TORCH into $VENV (once; reused by every clone)"
     mkdir -p "$HPCTRAIN_HOME"
     [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$HPCTRAIN_TORCH" numpy
+    "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$HPCTRAIN_TORCH" numpy safetensors
   fi
+  # PyPI safetensors: the Python interop tests load `ckpt merge --out x.safetensors` with it.
+  "$VENV/bin/python" -c "import safetensors" 2>/dev/null ||
+    "$VENV/bin/pip" install -q --disable-pip-version-check safetensors
   TORCH_PREFIX=$("$VENV/bin/python" -c "import torch.utils; print(torch.utils.cmake_prefix_path)")
   PY=$VENV/bin/python
 else

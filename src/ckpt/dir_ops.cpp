@@ -31,9 +31,13 @@ static std::string parent_of(const std::string& path) {
   return p.empty() ? "." : p.string();
 }
 
-void rename_durable(const std::string& from, const std::string& to) {
+void rename_or_throw(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
     throw Error("rename " + from + " -> " + to + " failed: " + std::strerror(errno));
+}
+
+void rename_durable(const std::string& from, const std::string& to) {
+  rename_or_throw(from, to);
   fsync_path(parent_of(to));
 }
 
@@ -94,11 +98,14 @@ int remove_stale(const std::string& dir) {
 void prune(const std::string& dir, int keep) {
   if (keep <= 0) return;
   auto all = complete_checkpoints(dir);
+  std::vector<std::string> doomed;
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
-    std::string doomed = all[i].second + ".tmp";
-    rename_durable(all[i].second, doomed);
-    fs::remove_all(doomed);
+    doomed.push_back(all[i].second + ".tmp");
+    rename_or_throw(all[i].second, doomed.back());
   }
+  if (doomed.empty()) return;
+  fsync_path(dir);
+  for (const auto& d : doomed) fs::remove_all(d);
 }
 
 void fault_point(const std::string& point) {

@@ -18,6 +18,8 @@ void write_file_synced(const std::string& path, const std::string& content);
 void write_file_atomic(const std::string& path, const std::string& content);
 // rename(from, to) + fsync of the parent directory.
 void rename_durable(const std::string& from, const std::string& to);
+// rename(from, to) alone (the caller fsyncs the directory); throws naming both.
+void rename_or_throw(const std::string& from, const std::string& to);
 
 // Complete checkpoints under `dir` (step-NNNNNNNN directories with a manifest.json; never
 // *.tmp), oldest first, as (step, path).
@@ -25,8 +27,8 @@ std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::str
 // Removes stale step-*.tmp directories and latest.tmp (left by a crash). Returns how many.
 int remove_stale(const std::string& dir);
 // Deletes the oldest complete checkpoints beyond `keep` (0 = keep all), never the newest.
-// Each is first renamed to *.tmp so a crash mid-delete leaves no half checkpoint that looks
-// complete.
+// They are first renamed to *.tmp (one fsync of `dir` for all) so a crash mid-delete leaves no
+// half checkpoint that looks complete.
 void prune(const std::string& dir, int keep);
 
 // Fault injection for crash tests. HPCTRAIN_CKPT_FAULT="<point>" or "<point>:<n>" throws an

@@ -15,18 +15,6 @@ int64_t DatasetInfo::sample_numel() const {
 
 namespace {
 
-std::string type_name(hid_t t) {
-  const size_t bytes = H5Tget_size(t);
-  switch (H5Tget_class(t)) {
-    case H5T_INTEGER:
-      return std::string(H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * bytes);
-    case H5T_FLOAT: return "float" + std::to_string(8 * bytes);
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    default: return "non-numeric type";
-  }
-}
-
 std::string shape_str(const std::vector<hsize_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
@@ -73,7 +61,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
                   H5Tget_sign(itype.get()) == H5T_SGN_NONE;
   const bool f32 = H5Tget_class(itype.get()) == H5T_FLOAT && H5Tget_size(itype.get()) == 4;
   if (!u8 && !f32)
-    throw Error(path + ": dataset '" + images + "' has dtype " + type_name(itype.get()) +
+    throw Error(path + ": dataset '" + images + "' has dtype " + h5::type_name(itype.get()) +
                 "; supported: uint8, float32");
   ds.info_.uint8_pixels = u8;
   ds.info_.size = int64_t(idims[0]);
@@ -85,7 +73,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
   if (ldims.size() != 1)
     throw Error(path + ": dataset '" + labels + "' has shape " + shape_str(ldims) + "; expected [N]");
   if (H5Tget_class(ltype.get()) != H5T_INTEGER)
-    throw Error(path + ": dataset '" + labels + "' has dtype " + type_name(ltype.get()) +
+    throw Error(path + ": dataset '" + labels + "' has dtype " + h5::type_name(ltype.get()) +
                 "; labels must be integers");
   if (int64_t(ldims[0]) != ds.info_.size)
     throw Error(path + ": '" + labels + "' has " + std::to_string(ldims[0]) + " entries but '" +

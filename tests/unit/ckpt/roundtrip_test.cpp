@@ -70,11 +70,11 @@ TEST(RoundTrip, LargeTensorsAcrossShardBoundariesCompressedAndNot) {
     ckpt::write_checkpoint_sync(o, 8, s);
     ckpt::Manifest m = ckpt::read_manifest(d.path + "/step-00000008");
     ASSERT_EQ(m.shards.size(), 4u);
-    EXPECT_EQ(m.shards[3], "shard-00003-of-00004.h5");
+    EXPECT_EQ(m.shards[3].file, "shard-00003-of-00004.h5");
     std::vector<int> shards;
     for (auto& e : m.tensors) shards.push_back(e.shard);
     EXPECT_EQ(shards, (std::vector<int>{0, 1, 2, 3, 3}));
-    for (auto& f : m.shards) EXPECT_TRUE(fs::exists(d.path + "/step-00000008/" + f)) << f;
+    for (auto& f : m.shards) EXPECT_TRUE(fs::exists(d.path + "/step-00000008/" + f.file)) << f.file;
     expect_same_tensors(s, read_checkpoint(d.path + "/step-00000008", c10::kCPU));
   }
 }
