@@ -41,7 +41,7 @@ void rename_durable(const std::string& from, const std::string& to) {
   fsync_path(parent_of(to));
 }
 
-void write_file_synced(const std::string& tmp, const std::string& content) {
+void write_file(const std::string& tmp, const std::string& content, bool sync) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
   size_t off = 0;
@@ -54,14 +54,10 @@ void write_file_synced(const std::string& tmp, const std::string& content) {
     }
     off += static_cast<size_t>(n);
   }
-  int rc = ::fsync(fd);
+  int rc = sync ? ::fsync(fd) : 0;
+  int err = errno;
   ::close(fd);
-  if (rc != 0) throw Error("fsync " + tmp + " failed");
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
-  write_file_synced(path + ".tmp", content);
-  rename_durable(path + ".tmp", path);
+  if (rc != 0) throw Error("fsync " + tmp + " failed: " + std::strerror(err));
 }
 
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir) {

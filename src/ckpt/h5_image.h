@@ -5,7 +5,8 @@
 // Each non-empty tensor's storage is allocated contiguous but not filled: at write time its
 // bytes come straight from the tensor's own memory, spliced between the image's metadata
 // regions. One sequential pass over the file's bytes, in 1 MiB blocks while they are in cache,
-// computes the XXH3 of the whole file and of each tensor and write()s them; then one fsync.
+// computes the XXH3 of the whole file and of each tensor and write()s them; then one fsync
+// (or none: the caller fsyncs it later, with the other files of a commit).
 // So the tensor bytes are read once, never copied in user space, and the image holds only
 // metadata (plus the data of compressed datasets, which HDF5 must deflate itself). Memory: the
 // image of one file at a time (metadata only, or the compressed data).
@@ -38,11 +39,12 @@ struct H5FileSpec {
   const std::vector<std::pair<std::string, at::Tensor>>* tensors = nullptr;
   std::vector<std::pair<std::string, std::string>> root_attrs;  // string attributes on "/"
   bool compress = false;  // chunked + deflate (level 4): data goes through HDF5
+  bool sync = true;       // fsync before returning
   // Called after the first dataset is created (fault injection for crash tests), may be empty.
   std::function<void()> after_first_dataset;
 };
 
-// Writes `path` (created or truncated) and fsyncs it (not its directory). Throws
+// Writes `path` (created or truncated) and, with spec.sync, fsyncs it (not its directory). Throws
 // hpctrain::Error naming the path ("write P failed: No space left on device"); a partial file
 // is removed.
 WrittenFile write_h5_file(const std::string& path, const H5FileSpec& spec);

@@ -79,10 +79,11 @@ std::string tmp_dir_for(const std::string& dir, int64_t step) {
 }
 
 void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& host,
-                  int writer, int nwriters, bool compress) {
+                  int writer, int nwriters, bool compress, bool sync) {
   std::error_code ec;
   fs::create_directories(tmp_dir, ec);
   if (ec) throw Error("cannot create " + tmp_dir + ": " + ec.message());
+  std::vector<std::string> written;
   for (int s = 0; s < static_cast<int>(m.shards.size()); ++s) {
     if (s % nwriters != writer) continue;
     NamedTensors mine;
@@ -95,8 +96,10 @@ void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& h
     H5FileSpec spec;
     spec.tensors = &mine;
     spec.compress = compress;
+    spec.sync = false;  // below, once every shard is written
     spec.after_first_dataset = [s] { fault_point("in_shard:" + std::to_string(s)); };
-    WrittenFile w = write_h5_file(tmp_dir + "/" + m.shards[s].file, spec);
+    written.push_back(tmp_dir + "/" + m.shards[s].file);
+    WrittenFile w = write_h5_file(written.back(), spec);
     m.shards[s].bytes = w.bytes;
     m.shards[s].xxh3 = w.xxh3;
     for (size_t k = 0; k < index.size(); ++k) {
@@ -105,18 +108,25 @@ void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& h
     }
     fault_point("after_shard:" + std::to_string(s));
   }
+  if (sync)
+    for (const auto& f : written) fsync_path(f);
 }
 
-void commit(const std::string& dir, const Manifest& m, int keep) {
+void commit(const std::string& dir, const Manifest& m, int keep, bool shards_synced) {
   std::string tmp = tmp_dir_for(dir, m.step);
   std::string name = step_dir_name(m.step);
   fault_point("before_manifest");
   // No tmp-file-and-rename for the manifest: the step directory is still *.tmp, and its rename
-  // below is what publishes the checkpoint. Each fsync is a journal commit (~4 ms on ext4 here:
-  // most of a small checkpoint's write time), so there are as few as the commit needs: the two
-  // files, the tmp dir (its entries), the root once for both renames.
-  write_file_synced(tmp + "/manifest.json", m.to_json().dump(1) + "\n");
-  write_file_synced(dir + "/latest.tmp", name + "\n");
+  // below is what publishes the checkpoint. An fsync that finds changes is a journal commit
+  // (1-4 ms on ext4 here: most of a small checkpoint's write time), so there are as few as the
+  // commit needs (the files, the tmp dir's entries, the root once for both renames), and every
+  // write comes before the first of them.
+  write_file(tmp + "/manifest.json", m.to_json().dump(1) + "\n", false);
+  write_file(dir + "/latest.tmp", name + "\n", false);
+  if (!shards_synced)
+    for (const auto& s : m.shards) fsync_path(tmp + "/" + s.file);
+  fsync_path(tmp + "/manifest.json");
+  fsync_path(dir + "/latest.tmp");
   fsync_path(tmp);
   fault_point("before_rename");
   std::string final_dir = dir + "/" + name;
@@ -137,8 +147,8 @@ void write_checkpoint_sync(const CheckpointOptions& opts, int64_t step, const Ch
                            int world_size) {
   NamedTensors host = snapshot_to_host(state.tensors, /*copy_cpu=*/false);
   Manifest m = plan_manifest(step, state, world_size, opts.shard_mb);
-  write_shards(tmp_dir_for(opts.dir, step), m, host, 0, 1, opts.compress);
-  commit(opts.dir, m, opts.keep);
+  write_shards(tmp_dir_for(opts.dir, step), m, host, 0, 1, opts.compress, /*sync=*/false);
+  commit(opts.dir, m, opts.keep, /*shards_synced=*/false);
 }
 
 }  // namespace hpctrain::ckpt

@@ -29,11 +29,12 @@ NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu = true,
 Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_size, int64_t shard_mb);
 
 // Writes the shards s with s % nwriters == writer into `tmp_dir` (created if needed), each in
-// one pass at disk speed and fsynced once (h5_image.h), and fills in `m` what that pass
-// computes: the shard's size and whole-file xxh3, and the xxh3 of each of its tensors.
-// Shard files are never left half-named: the directory is what is atomic.
+// one pass at disk speed (h5_image.h), and fills in `m` what that pass computes: the shard's
+// size and whole-file xxh3, and the offset and xxh3 of each of its tensors. With `sync` each is
+// fsynced (once all are written); without, commit() fsyncs them. Shard files are never left
+// half-named: the directory is what is atomic.
 void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& host,
-                  int writer, int nwriters, bool compress);
+                  int writer, int nwriters, bool compress, bool sync);
 
 // Fills the xxh3 of every tensor that has none yet from the host tensors (same order as the
 // manifest): rank 0's own copy of the tensors other ranks wrote (all_writers).
@@ -42,12 +43,14 @@ void fill_missing_checksums(Manifest& m, const NamedTensors& host);
 // DIR/step-N.tmp for a step.
 std::string tmp_dir_for(const std::string& dir, int64_t step);
 
-// Publishes the step: writes manifest.json into the tmp dir and DIR/latest.tmp (one fsync
-// each), fsyncs the tmp dir, renames step-N.tmp -> step-N and latest.tmp -> latest, fsyncs DIR
-// once for both renames, then prunes to `keep` (renames to *.tmp, one more fsync of DIR, then
-// deletes). So a checkpoint costs one fsync per shard + 4 (+1 when it prunes). An existing
+// Publishes the step: writes manifest.json into the tmp dir and DIR/latest.tmp; then fsyncs
+// the shards (unless `shards_synced`), the manifest, latest.tmp and the tmp dir, all writes
+// before all fsyncs (on a journaling filesystem the first fsync commits them together, the rest
+// find their changes committed); renames step-N.tmp -> step-N and latest.tmp -> latest, fsyncs
+// DIR once for both renames, then prunes to `keep` (renames to *.tmp, one more fsync of DIR,
+// then deletes). So a checkpoint costs one fsync per shard + 4 (+1 when it prunes). An existing
 // step-N is replaced (retired via *.tmp first).
-void commit(const std::string& dir, const Manifest& m, int keep);
+void commit(const std::string& dir, const Manifest& m, int keep, bool shards_synced);
 
 // Everything above in one process (rank 0 writing alone). For tests, benchmarks, tools.
 void write_checkpoint_sync(const CheckpointOptions& opts, int64_t step, const CheckpointState& state,

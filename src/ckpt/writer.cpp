@@ -116,11 +116,13 @@ void CheckpointWriter::run_job(Job& job) {
   try {
     int rank = comm_.rank(), n = comm_.size();
     std::string tmp = ckpt::tmp_dir_for(opts_.dir, job.manifest.step);
+    // all_writers: each rank's shards must be durable before it reports done (rank 0 commits
+    // when every rank is); otherwise rank 0's commit fsyncs them with the manifest.
     ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0,
-                       opts_.all_writers ? n : 1, opts_.compress);
+                       opts_.all_writers ? n : 1, opts_.compress, /*sync=*/opts_.all_writers);
     if (rank == 0) ckpt::fill_missing_checksums(job.manifest, job.host);
     if (!opts_.async) job.host.clear();  // sync: aliases of live tensors, nothing to recycle
-    if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep);
+    if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep, /*shards_synced=*/false);
   } catch (const std::exception& e) {
     job.error = e.what();
   }
@@ -155,7 +157,7 @@ void CheckpointWriter::agree(bool wait_all) {
       if (comm_.rank() == 0) {
         auto t0 = std::chrono::steady_clock::now();
         try {
-          ckpt::commit(opts_.dir, job_->manifest, opts_.keep);
+          ckpt::commit(opts_.dir, job_->manifest, opts_.keep, /*shards_synced=*/true);
           job_->stats.write_s += seconds_since(t0);  // the commit is part of the write
         } catch (const std::exception& e) {
           job_->error = e.what();

@@ -12,6 +12,7 @@
 
 #include "ckpt/h5_image.h"
 #include "ckpt/h5_tensor.h"
+#include "ckpt/store.h"
 #include "runtime/check.h"
 #include "unit/ckpt/ckpt_test_util.h"
 

@@ -132,7 +132,7 @@ TEST(Integrity, TruncatedSwappedAndMalformedHaveTheirOwnErrors) {
             std::string::npos)
       << err;
 
-  for (std::string bad : {"12345", "zzzzzzzzzzzzzzzz", std::string("\x01\x02", 2)}) {
+  for (std::string bad : {std::string("12345"), std::string("zzzzzzzzzzzzzzzz"), std::string("\x01\x02", 2)}) {
     rewrite_manifest(step, [&](nlohmann::json& j) { j["shards"][0]["xxh3"] = bad; });
     err = error_of([&] { ckpt::verify_checkpoint(step); });
     EXPECT_NE(err.find("manifest.json: shard shard-00000-of-00001.h5: malformed checksum"), std::string::npos) << err;

@@ -101,9 +101,9 @@ TEST(Verify, UnexpectedDatasetAndWrongShapeAreReported) {
   EXPECT_NE(err.find(shard + ": file is "), std::string::npos) << err;
   // ...and with the manifest updated to the new file, the dataset the manifest lacks.
   ckpt::Manifest m = ckpt::read_manifest(step);
-  ckpt::FileDigest d = ckpt::digest_file(shard);
-  m.shards[0].bytes = d.bytes;
-  m.shards[0].xxh3 = d.xxh3;
+  ckpt::FileDigest fd = ckpt::digest_file(shard);
+  m.shards[0].bytes = fd.bytes;
+  m.shards[0].xxh3 = fd.xxh3;
   std::ofstream(step + "/manifest.json") << m.to_json().dump();
   err = error_of([&] { ckpt::verify_checkpoint(step); });
   EXPECT_NE(err.find("unexpected dataset model/intruder"), std::string::npos) << err;
