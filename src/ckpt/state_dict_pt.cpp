@@ -6,15 +6,13 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 #include <fcntl.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "ckpt/h5_tensor.h"
+#include "ckpt/pickle_reader.h"
 #include "ckpt/reader.h"
 #include "ckpt/torchscript_archive.h"
 #include "runtime/check.h"
@@ -180,16 +178,20 @@ CheckpointState read_pt_file(const std::string& path) {
                                      static_cast<const char*>(data.get()) + n, nullptr, false);
       if (stored.is_discarded()) throw Error(path + ": record " + kMetaRecord + " is not JSON");
     }
-    std::ifstream in(path, std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    c10::IValue v = torch::jit::pickle_load(bytes);
-    if (!v.isGenericDict()) throw Error(path + " holds a " + v.tagKind() + ", not a state dict (name -> tensor)");
-    for (const auto& kv : v.toGenericDict()) {
-      if (!kv.key().isString() || !kv.value().isTensor())
-        throw Error(path + ": state dict entries must be name -> tensor, found " + kv.key().tagKind() +
-                    " -> " + kv.value().tagKind());
-      st.tensors.emplace_back("model/" + kv.key().toStringRef(), kv.value().toTensor().contiguous());
-    }
+    auto [pkl_data, pkl_size] = zip.getRecord("data.pkl");
+    std::string pkl(static_cast<const char*>(pkl_data.get()), pkl_size);
+    StorageReader storage = [&](const std::string& key, void* dst, size_t n) -> size_t {
+      std::string rec = "data/" + key;
+      if (!zip.hasRecord(rec)) throw Error(path + ": record " + printable(rec) + " is missing");
+      size_t size = zip.getRecordSize(rec);
+      if (size < n) return size;
+      if (size == n) return zip.getRecord(rec, dst, n);
+      std::vector<char> buf(size);
+      zip.getRecord(rec, buf.data(), size);
+      std::memcpy(dst, buf.data(), n);
+      return size;
+    };
+    for (auto& [name, t] : unpickle_state_dict(pkl, storage, path)) st.tensors.emplace_back("model/" + name, t);
   } catch (const c10::Error& e) {
     throw Error(path + " is not a readable PyTorch file (truncated or another format?): " + torch_error_line(e));
   }

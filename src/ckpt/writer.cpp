@@ -187,7 +187,9 @@ std::vector<CheckpointStats> CheckpointWriter::take_completed() {
 
 void CheckpointWriter::save(int64_t step, CheckpointState state) {
   auto t0 = std::chrono::steady_clock::now();
-  agree(true);  // at most one write in flight; its errors surface here on every rank
+  // At most one write in flight; its errors surface here on every rank. job_ is held over the
+  // same steps on every rank (see agree), so with none in flight no rank needs the collective.
+  if (job_) agree(true);
   // Name and dtype checks run on every rank so that a bad state fails identically everywhere.
   std::string err;
   ckpt::Manifest manifest;
