@@ -16,7 +16,7 @@ check() {  # check NAME LOG ROOT KEEP: per checkpoint, the fsyncs by path
   /usr/bin/python3 - "$@" <<'PY'
 import collections, json, os, re, sys
 name, log, root, keep = sys.argv[1], sys.argv[2], os.path.realpath(sys.argv[3]), int(sys.argv[4])
-pat = re.compile(r'^\d+ +(fsync|fdatasync)\(\d+<([^>]*)>\)')
+pat = re.compile(r'^\d+ +(fsync|fdatasync)\(\d+<([^>]*)>')  # also '<unfinished ...>' lines
 per = collections.OrderedDict()   # step -> Counter(kind)
 current, other = None, []
 for line in open(log):
