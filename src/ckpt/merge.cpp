@@ -43,15 +43,15 @@ std::string merge_format(const std::string& out, const std::string& format) {
   std::string by_ext = merged_format_of(out);
   if (format.empty()) {
     if (by_ext.empty())
-      throw Error("ckpt merge: cannot tell the format of " + out + " from its extension '" + ext +
+      throw Error("cannot tell the format of " + out + " from its extension '" + ext +
                   "': use .h5, .pt, .pth or .safetensors, or --format h5|pt|safetensors|torchscript");
     return by_ext;
   }
   if (format != "h5" && format != "pt" && format != "safetensors" && format != "torchscript")
-    throw Error("ckpt merge: --format must be h5, pt, safetensors or torchscript, got " + format);
+    throw Error("--format must be h5, pt, safetensors or torchscript, got " + format);
   bool agrees = by_ext.empty() || by_ext == format || (format == "torchscript" && by_ext == "pt");
   if (!agrees)
-    throw Error("ckpt merge: --format " + format + " contradicts the extension of " + out + " (" + ext +
+    throw Error("--format " + format + " contradicts the extension of " + out + " (" + ext +
                 " is " + by_ext + "); change one of them");
   return format;
 }
@@ -60,13 +60,13 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
   MergeReport rep;
   rep.format = merge_format(out, opts.format);
   if (!opts.dtype.empty() && opts.dtype != "fp16" && opts.dtype != "bf16")
-    throw Error("ckpt merge: --dtype must be fp16 or bf16, got " + opts.dtype);
+    throw Error("--dtype must be fp16 or bf16, got " + opts.dtype);
   if (opts.full && rep.format != "h5")
-    throw Error("ckpt merge: --full (optimizer and trainer state) needs an .h5 output; a " + rep.format +
+    throw Error("--full (optimizer and trainer state) needs an .h5 output; a " + rep.format +
                 " file holds the model's state dict");
   std::filesystem::path parent = std::filesystem::path(out).parent_path();
   if (!parent.empty() && !std::filesystem::is_directory(parent))
-    throw Error("ckpt merge: the directory of --out " + out + " does not exist");
+    throw Error("the directory of --out " + out + " does not exist");
   bool prefixed = rep.format == "h5";
   at::ScalarType cast = opts.dtype == "fp16" ? at::kHalf : at::kBFloat16;
   NamedTensors tensors;

@@ -77,7 +77,7 @@ assert open(f"{CK}/latest").read().strip() == "step-00000002", "fixture: latest"
 SHARD = sorted(f for f in os.listdir(STEP) if f.startswith("shard-"))[0]
 CK_OTHER = f"{KEEP}/ck-other"  # the same mlp from another seed: same names and shapes, other values
 must(["train", "--model", "mlp", "--data", D, "--batch-size", "8", "--max-steps", "2", "--lr", "0.01",
-      "--seed", "9", "--ckpt-dir", CK_OTHER, "--ckpt-async=false", "--log-every", "1"], np=1)
+      "--momentum", "0.9", "--seed", "9", "--ckpt-dir", CK_OTHER, "--ckpt-async=false", "--log-every", "1"])
 CK_CNN = f"{KEEP}/ck-cnn"      # a cnn: BatchNorm's int64 num_batches_tracked among its tensors
 must(["train", "--model", "cnn", "--data", D, "--batch-size", "8", "--max-steps", "1", "--lr", "0.01",
       "--ckpt-dir", CK_CNN, "--ckpt-async=false", "--log-every", "1"], np=1)
@@ -147,8 +147,12 @@ trunc_shard = step_copy("trunc_shard")
 size = os.path.getsize(f"{trunc_shard}/{SHARD}")
 with open(f"{trunc_shard}/{SHARD}", "r+b") as f:
     f.truncate(size // 2)
-swapped = step_copy("swapped")  # a shard swapped in from another checkpoint
-shutil.copy(f"{CK_OTHER}/step-00000002/{SHARD}", f"{swapped}/{SHARD}")
+swapped = step_copy("swapped")  # a shard swapped in from another checkpoint: same names, other data
+with h5py.File(f"{swapped}/{SHARD}", "r+") as f, h5py.File(f"{CK_OTHER}/step-00000002/{SHARD}", "r") as o:
+    # Written in place, so the layout and size stay (the other run may order its tensors
+    # differently, which alone would change the file's size).
+    f.visititems(lambda n, d: d.write_direct(o[n][()]) if isinstance(d, h5py.Dataset) else None)
+assert os.path.getsize(f"{swapped}/{SHARD}") == os.path.getsize(f"{STEP}/{SHARD}"), "fixture: swapped size"
 bad_sum = step_copy("bad_sum")  # the manifest's checksum of the shard file is not 16 hex digits
 man = json.load(open(f"{bad_sum}/manifest.json"))
 man["shards"][0]["xxh3"] = "not-a-checksum"
