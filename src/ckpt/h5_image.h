@@ -9,7 +9,10 @@
 // (or none: the caller fsyncs it later, with the other files of a commit).
 // So the tensor bytes are read once, never copied in user space, and the image holds only
 // metadata (plus the data of compressed datasets, which HDF5 must deflate itself). Memory: the
-// image of one file at a time (metadata only, or the compressed data).
+// image of one file at a time. HDF5's core driver zero-fills the file's whole address range
+// (tensor ranges included) as the image grows, so the mapping is kept for the next file: its
+// pages stay resident (about one shard's size) and the zero-fill costs a memset instead of a
+// page fault per 4 KiB.
 // The bytes written equal what H5Fget_file_image would return for the same file.
 #pragma once
 
