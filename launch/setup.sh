@@ -20,6 +20,7 @@ APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   libtomlplusplus-dev libxxhash-dev zlib1g-dev libprotobuf-dev protobuf-compiler
   python3-venv python3-h5py python3-numpy
   python3-matplotlib  # perf/plot.py (PNG plots, Agg backend)
+  strace  # tests/e2e/test_ckpt_fsync.sh counts a checkpoint's fsyncs from outside
   dataset-fashion-mnist
   slurmctld slurmd slurm-client munge  # for the Slurm e2e tests' throwaway localhost cluster
   iproute2 procps)  # ip/tc for tests/cluster's network-namespace hosts; pgrep for launch/local.sh

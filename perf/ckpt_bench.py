@@ -6,14 +6,16 @@ usage: /usr/bin/python3 perf/ckpt_bench.py [--quick] [--models cnn,resnet] [--di
 Per model (the real network on 1x28x28 inputs, 10 classes, SGD with momentum, so the
 checkpoint is model + momentum + RNG, as `hpctrain train` writes it):
  (a) write / dd: A = one `hpctrain train --ckpt-async false --ckpt-every 1` run writing K
-     checkpoints back to back (each: checksums, HDF5 shard + fsync, manifest, renames, latest;
+     checkpoints back to back (each: shards in one pass (HDF5 image, xxh3, write), fsyncs,
+     manifest, renames, latest;
      timed by the writer, from the --metrics records), B = `dd if=/dev/zero bs=1M
      conv=fdatasync` of the same total bytes into the same directory. A and B alternate, pairs
      >= 7 (full run); the figure is the median of the per-pair ratios of MB/s. A real model's
      checkpoint is a few MB, where one fsync's latency dominates, so the K writes are summed
      (the aggregate ratio); the single-checkpoint ratio (median write of one checkpoint vs dd of
      one checkpoint's bytes) is reported too. A synthetic 256 MiB checkpoint (unit_ckpt's
-     throughput fixture) vs dd of 256 MiB gives the throughput-bound figure.
+     throughput fixture) vs dd of 256 MiB gives the throughput-bound figure; the fixture also
+     reports where its time went (write pass, shard fsync, commit).
  (b) stall / sync: the same training run (ckpt every K steps) with --ckpt-async true and false,
      alternating; per run the median over its non-final checkpoints of the metrics' stall_ms
      (time the training loop was blocked). Figure: median over pairs of async stall / sync stall.
@@ -127,9 +129,12 @@ class Bench:
             rows.append({"kind": "write_pair", "model": f"synthetic-{mib}MiB", "pair": i,
                          "ckpt_bytes": c["bytes"], "checkpoints": 1, "total_bytes": c["bytes"],
                          "ckpt_s": c["seconds"], "ckpt_MiBps": ck_mbs, "dd_s": dd_s,
-                         "dd_MiBps": dd_mbs, "ratio": ck_mbs / dd_mbs})
+                         "dd_MiBps": dd_mbs, "ratio": ck_mbs / dd_mbs, "write_s": c["write_s"],
+                         "fsync_s": c["fsync_s"], "commit_s": c["commit_s"]})
             print(f"  synthetic {mib} MiB write pair {i}: {ck_mbs:.0f} vs dd {dd_mbs:.0f} MiB/s"
-                  f" -> {ck_mbs / dd_mbs:.3f}", flush=True)
+                  f" -> {ck_mbs / dd_mbs:.3f} (write pass {c['write_s'] * 1e3:.0f} ms, shard fsync "
+                  f"{c['fsync_s'] * 1e3:.0f} ms, commit {c['commit_s'] * 1e3:.1f} ms; dd {dd_s * 1e3:.0f} ms)",
+                  flush=True)
         return rows
 
     def stall_pairs(self, model):
@@ -188,6 +193,9 @@ def main():
              "checkpoints_per_run": med("write_pair", m, "checkpoints"),
              "write_MiBps": med("write_pair", m, "ckpt_MiBps"), "dd_MiBps": med("write_pair", m, "dd_MiBps"),
              "write_dd_ratio": med("write_pair", m, "ratio")}
+        if m not in models:
+            s.update(write_pass_s=med("write_pair", m, "write_s"), shard_fsync_s=med("write_pair", m, "fsync_s"),
+                     commit_s=med("write_pair", m, "commit_s"), dd_s=med("write_pair", m, "dd_s"))
         if m in models:
             s.update(single_write_dd_ratio=med("write_pair", m, "single_ratio"),
                      async_stall_ms=med("stall_pair", m, "async_stall_ms"),
@@ -213,6 +221,11 @@ def main():
                                           f"{s['stall_sync_ratio']:.3f}" if "stall_sync_ratio" in s else "-"]) + " |")
     lines.append(f"\nmedians over {a.pairs} A/B write pairs and {a.stall_pairs} async/sync stall pairs; "
                  "goals: write/dd >= 0.85, stall/sync <= 0.05")
+    for s in summary:
+        if "write_pass_s" in s:
+            lines.append(f"\n{s['model']}: write pass (HDF5 image + xxh3 + write()) {s['write_pass_s'] * 1e3:.0f} ms, "
+                         f"shard fsync {s['shard_fsync_s'] * 1e3:.0f} ms, commit {s['commit_s'] * 1e3:.1f} ms; "
+                         f"dd (write + fdatasync) {s['dd_s'] * 1e3:.0f} ms")
     table = "\n".join(lines)
     with open(out[:-len(".jsonl")] + ".md", "w") as f:
         f.write(table + "\n")

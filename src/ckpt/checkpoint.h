@@ -21,6 +21,9 @@
 //   returns before the files are written (async). With async=false it writes from the CPU
 //   tensors themselves (no copy) and returns once the checkpoint is committed.
 // - take_completed() after check_errors()/finish(): stall, write time and bytes per checkpoint.
+// - Each shard is written in one pass at disk speed with one fsync (the commit adds the
+//   manifest's, latest's and two directory fsyncs); the write holds one shard file's HDF5 image
+//   in memory at a time, and only its metadata unless compress is on (ckpt/h5_image.h).
 // - check_errors() at every step boundary: a write error of any rank is thrown on every rank as
 //   CollectiveError ("checkpoint step-00000400: rank 0: ..."), never lost. It is one small
 //   allreduce while a checkpoint is in flight and free (no collective) otherwise.
@@ -133,16 +136,19 @@ class CheckpointWriter {
 
 // Resume decision. mode: "none" -> nullopt; "auto" -> the newest complete checkpoint under
 // `dir` whose checksums verify (a failing one is reported on stderr and the previous one is
-// tried; nullopt if none); anything else is a path (a step directory, or a checkpoint root
-// whose `latest` is followed) that must verify, else hpctrain::Error.
+// tried; nullopt if none); anything else is a path (a step directory, a checkpoint root whose
+// `latest` is followed, or ROOT/latest) that must verify, else hpctrain::Error.
 // Reads files only (no collective); all ranks get the same answer from the same files.
 std::optional<std::string> find_resume(const std::string& dir, const std::string& mode);
 
-// Reads and verifies a step directory (or a merged .h5 or .pt from `ckpt merge`; those carry no
-// checksums) and maps every tensor to `device`. Throws hpctrain::Error naming the file and tensor on any failure.
+// Reads and verifies a checkpoint and maps every tensor to `device`: a step directory, root or
+// ROOT/latest (whole-file checksum of each shard, then each tensor's), or a merged .h5, .pt/.pth
+// or .safetensors from `ckpt merge` (each tensor against the checksum its metadata lists; a
+// .pt or .safetensors from elsewhere is read unchecked, with empty meta). Throws hpctrain::Error
+// naming the file and tensor on any failure; its message never carries raw bytes from a file.
 CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 
-// Loads the `model/` tensors of a checkpoint (step dir, merged .h5 or .pt) into `model`'s parameters
+// Loads the `model/` tensors of a checkpoint (any read_checkpoint path) into `model`'s parameters
 // and buffers (matched by plain dotted name). A mismatch throws hpctrain::Error listing missing
 // keys, unexpected keys and shape mismatches ("fc.weight: saved [10,256] vs model [10,128]").
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);

@@ -31,13 +31,17 @@ static std::string parent_of(const std::string& path) {
   return p.empty() ? "." : p.string();
 }
 
-void rename_durable(const std::string& from, const std::string& to) {
+void rename_or_throw(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
     throw Error("rename " + from + " -> " + to + " failed: " + std::strerror(errno));
+}
+
+void rename_durable(const std::string& from, const std::string& to) {
+  rename_or_throw(from, to);
   fsync_path(parent_of(to));
 }
 
-void write_file_synced(const std::string& tmp, const std::string& content) {
+void write_file(const std::string& tmp, const std::string& content, bool sync) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));
   size_t off = 0;
@@ -50,14 +54,10 @@ void write_file_synced(const std::string& tmp, const std::string& content) {
     }
     off += static_cast<size_t>(n);
   }
-  int rc = ::fsync(fd);
+  int rc = sync ? ::fsync(fd) : 0;
+  int err = errno;
   ::close(fd);
-  if (rc != 0) throw Error("fsync " + tmp + " failed");
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
-  write_file_synced(path + ".tmp", content);
-  rename_durable(path + ".tmp", path);
+  if (rc != 0) throw Error("fsync " + tmp + " failed: " + std::strerror(err));
 }
 
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir) {
@@ -94,11 +94,14 @@ int remove_stale(const std::string& dir) {
 void prune(const std::string& dir, int keep) {
   if (keep <= 0) return;
   auto all = complete_checkpoints(dir);
+  std::vector<std::string> doomed;
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
-    std::string doomed = all[i].second + ".tmp";
-    rename_durable(all[i].second, doomed);
-    fs::remove_all(doomed);
+    doomed.push_back(all[i].second + ".tmp");
+    rename_or_throw(all[i].second, doomed.back());
   }
+  if (doomed.empty()) return;
+  fsync_path(dir);
+  for (const auto& d : doomed) fs::remove_all(d);
 }
 
 void fault_point(const std::string& point) {

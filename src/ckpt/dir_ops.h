@@ -12,12 +12,13 @@
 namespace hpctrain::ckpt {
 
 void fsync_path(const std::string& path);  // a file or a directory; throws naming it
-// Writes `content` to `path` (created or truncated) and fsyncs the file (not its directory).
-void write_file_synced(const std::string& path, const std::string& content);
-// Writes `content` to `path` + ".tmp", fsyncs it, renames it over `path`, fsyncs the directory.
-void write_file_atomic(const std::string& path, const std::string& content);
+// Writes `content` to `path` (created or truncated); with `sync` also fsyncs the file (not its
+// directory).
+void write_file(const std::string& path, const std::string& content, bool sync);
 // rename(from, to) + fsync of the parent directory.
 void rename_durable(const std::string& from, const std::string& to);
+// rename(from, to) alone (the caller fsyncs the directory); throws naming both.
+void rename_or_throw(const std::string& from, const std::string& to);
 
 // Complete checkpoints under `dir` (step-NNNNNNNN directories with a manifest.json; never
 // *.tmp), oldest first, as (step, path).
@@ -25,13 +26,14 @@ std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::str
 // Removes stale step-*.tmp directories and latest.tmp (left by a crash). Returns how many.
 int remove_stale(const std::string& dir);
 // Deletes the oldest complete checkpoints beyond `keep` (0 = keep all), never the newest.
-// Each is first renamed to *.tmp so a crash mid-delete leaves no half checkpoint that looks
-// complete.
+// They are first renamed to *.tmp (one fsync of `dir` for all) so a crash mid-delete leaves no
+// half checkpoint that looks complete.
 void prune(const std::string& dir, int keep);
 
 // Fault injection for crash tests. HPCTRAIN_CKPT_FAULT="<point>" or "<point>:<n>" throws an
 // Error at that point; "sleep@<point>[:<n>]" sleeps 600 s there (for a SIGKILL to land).
-// Points: in_shard:<i> (a tensor written, file not closed), after_shard:<i>, before_manifest,
+// Points: in_shard:<i> (its in-memory image has a dataset, no byte on disk), after_shard:<i>
+// (written, not yet fsynced), before_manifest,
 // before_rename, before_latest, before_prune.
 void fault_point(const std::string& point);
 

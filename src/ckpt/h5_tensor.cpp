@@ -6,125 +6,70 @@
 #include "comm/communicator.h"
 
 #include <ATen/ATen.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 
 #include "runtime/check.h"
 
 namespace hpctrain::ckpt {
 namespace {
 
-// Per thread: in thread-safe HDF5 builds the automatic error printing is a per-thread setting,
-// and checkpoints are written from a background thread (else a full disk prints HDF5's
-// multi-line error stack next to our one-line error).
-void silence_hdf5() {
-  thread_local bool silenced = false;
-  if (!silenced) H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  silenced = true;
-}
-
 [[noreturn]] void fail(const std::string& what) { throw Error(what); }
 
-
-H5Id half_type() {
+h5::Handle half_type() {
   hid_t t = H5Tcopy(H5T_IEEE_F32LE);
   H5Tset_fields(t, 15, 10, 5, 0, 10);
   H5Tset_size(t, 2);
   H5Tset_ebias(t, 15);
-  return H5Id(t, H5Tclose);
+  return h5::Handle(t);
 }
 
-H5Id bool_type() {
+h5::Handle bool_type() {
   hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
   int8_t f = 0, tr = 1;
   H5Tenum_insert(t, "FALSE", &f);
   H5Tenum_insert(t, "TRUE", &tr);
-  return H5Id(t, H5Tclose);
+  return h5::Handle(t);
 }
 
 // The HDF5 file type for a torch dtype (also used as memory type: all little-endian here).
-H5Id h5_type(at::ScalarType st) {
+h5::Handle h5_type(at::ScalarType st) {
   switch (st) {
-    case at::kFloat: return H5Id(H5Tcopy(H5T_IEEE_F32LE), H5Tclose);
-    case at::kDouble: return H5Id(H5Tcopy(H5T_IEEE_F64LE), H5Tclose);
+    case at::kFloat: return h5::Handle(H5Tcopy(H5T_IEEE_F32LE));
+    case at::kDouble: return h5::Handle(H5Tcopy(H5T_IEEE_F64LE));
     case at::kHalf: return half_type();
-    case at::kBFloat16: return H5Id(H5Tcopy(H5T_STD_U16LE), H5Tclose);
-    case at::kInt: return H5Id(H5Tcopy(H5T_STD_I32LE), H5Tclose);
-    case at::kLong: return H5Id(H5Tcopy(H5T_STD_I64LE), H5Tclose);
-    case at::kByte: return H5Id(H5Tcopy(H5T_STD_U8LE), H5Tclose);
+    case at::kBFloat16: return h5::Handle(H5Tcopy(H5T_STD_U16LE));
+    case at::kInt: return h5::Handle(H5Tcopy(H5T_STD_I32LE));
+    case at::kLong: return h5::Handle(H5Tcopy(H5T_STD_I64LE));
+    case at::kByte: return h5::Handle(H5Tcopy(H5T_STD_U8LE));
     case at::kBool: return bool_type();
     default: fail(std::string("checkpoint: unsupported dtype ") + c10::toString(st));
   }
 }
 
-void write_dtype_attr(hid_t ds, const std::string& value) {
-  H5Id str(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(str, value.size());
-  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-  H5Id attr(H5Acreate2(ds, "dtype", str, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (attr.get() < 0 || H5Awrite(attr, str, value.data()) < 0)
-    fail("checkpoint: cannot write dtype attribute");
-}
-
-std::string read_dtype_attr(hid_t ds, const std::string& name) {
-  if (H5Aexists(ds, "dtype") <= 0) fail("dataset " + name + " has no dtype attribute");
-  H5Id attr(H5Aopen(ds, "dtype", H5P_DEFAULT), H5Aclose);
-  H5Id type(H5Aget_type(attr), H5Tclose);
-  size_t n = H5Tget_size(type);
-  std::string s(n, '\0');
-  H5Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(mem, n);
-  if (H5Aread(attr, mem, s.data()) < 0) fail("dataset " + name + ": cannot read dtype attribute");
-  s.resize(std::strlen(s.c_str()));
-  return s;
+// Creates every missing group on the way to `name`'s parent, without timestamps.
+void create_parent_groups(hid_t file, const std::string& name) {
+  h5::Handle gcpl(H5Pcreate(H5P_GROUP_CREATE));
+  H5Pset_obj_track_times(gcpl.get(), 0);
+  for (size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1)) {
+    std::string group = name.substr(0, slash);
+    if (group.empty() || H5Lexists(file, group.c_str(), H5P_DEFAULT) > 0) continue;
+    h5::Handle g(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
+    if (!g.valid()) fail("cannot create group " + printable(group));
+  }
 }
 
 }  // namespace
 
-H5Id& H5Id::operator=(H5Id&& o) noexcept {
-  if (this != &o) {
-    reset();
-    id_ = o.id_;
-    close_ = o.close_;
-    o.id_ = -1;
-  }
-  return *this;
-}
-
-void H5Id::reset() {
-  if (id_ >= 0 && close_) close_(id_);
-  id_ = -1;
-}
-
-H5Id create_h5(const std::string& path) {
-  silence_hdf5();
-  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) fail("cannot create HDF5 file " + path);
-  return H5Id(f, H5Fclose);
-}
-
-H5Id open_h5(const std::string& path) {
-  silence_hdf5();
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) fail("cannot open HDF5 file " + path + " (missing or not HDF5)");
-  return H5Id(f, H5Fclose);
-}
-
-void close_and_sync(H5Id& file, const std::string& path) {
-  if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) fail("cannot flush " + path);
-  file.reset();
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    fail("cannot fsync " + path);
-  }
-  ::close(fd);
+h5::Handle open_h5(const std::string& path) {
+  auto g = h5::lock();
+  h5::silence_errors();
+  h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!f.valid()) fail("cannot open HDF5 file " + path + " (missing or not HDF5)");
+  return f;
 }
 
 std::string dtype_name(at::ScalarType t) {
@@ -144,51 +89,73 @@ at::ScalarType dtype_from_name(const std::string& n) {
       {"uint8", at::kByte}, {"bool", at::kBool}};
   for (auto& [name, st] : table)
     if (n == name) return st;
-  fail("checkpoint: unknown dtype '" + n + "'");
+  fail("checkpoint: unknown dtype '" + printable(n) + "'");
 }
 
-void write_tensor(hid_t file, const std::string& name, const at::Tensor& t, bool compress) {
-  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "write_tensor needs a contiguous CPU tensor");
+int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress,
+                       bool write_data) {
+  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "create_dataset needs a contiguous CPU tensor");
+  auto g = h5::lock();
+  h5::silence_errors();
   std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
-  H5Id space(t.dim() == 0 ? H5Screate(H5S_SCALAR)
-                          : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-             H5Sclose);
-  H5Id lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-  H5Pset_create_intermediate_group(lcpl, 1);
-  H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  if (compress && t.dim() > 0 && t.numel() > 0) {
+  h5::Handle space(t.dim() == 0 ? H5Screate(H5S_SCALAR)
+                                : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_obj_track_times(dcpl.get(), 0);
+  bool empty = t.numel() == 0;
+  if (write_data && compress && t.dim() > 0 && !empty) {
     // Chunks of whole trailing rows, about 1 MiB, so deflate works on sizeable blocks.
     std::vector<hsize_t> chunk = dims;
     int64_t row = t.numel() / t.size(0) * t.element_size();
     chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1 << 20) / std::max<int64_t>(row, 1)));
-    H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
-    H5Pset_deflate(dcpl, 4);
+    H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+    H5Pset_deflate(dcpl.get(), 4);
+  } else if (!write_data) {
+    // Storage allocated now, never filled by HDF5: the caller's bytes go there.
+    H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
   }
-  H5Id type = h5_type(t.scalar_type());
-  H5Id ds(H5Dcreate2(file, name.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT), H5Dclose);
-  if (ds.get() < 0) fail("cannot create dataset " + name);
-  if (t.numel() > 0 && H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
-    fail("cannot write dataset " + name);
-  write_dtype_attr(ds, dtype_name(t.scalar_type()));
+  create_parent_groups(file, name);
+  h5::Handle type = h5_type(t.scalar_type());
+  h5::Handle ds(H5Dcreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!ds.valid()) fail("cannot create dataset " + printable(name));
+  h5::write_attr_string(ds.get(), "dtype", dtype_name(t.scalar_type()));
+  if (empty) return -1;
+  if (write_data) {
+    if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
+      fail("cannot write dataset " + printable(name));
+    return -1;
+  }
+  haddr_t off = H5Dget_offset(ds.get());
+  if (off == HADDR_UNDEF) fail("dataset " + printable(name) + " has no contiguous storage");
+  return static_cast<int64_t>(off);
 }
 
 at::Tensor read_tensor(hid_t file, const std::string& name) {
-  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) fail("dataset " + name + " is missing");
-  H5Id ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (ds.get() < 0) fail("cannot open dataset " + name);
-  at::ScalarType st = dtype_from_name(read_dtype_attr(ds, name));
-  H5Id space(H5Dget_space(ds), H5Sclose);
-  int rank = H5Sget_simple_extent_ndims(space);
-  std::vector<hsize_t> dims(std::max(rank, 0));
-  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  auto g = h5::lock();
+  h5::silence_errors();
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) fail("dataset " + printable(name) + " is missing");
+  h5::Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
+  if (!ds.valid()) fail("cannot open dataset " + printable(name));
+  std::string dt;
+  if (!h5::read_attr_string(ds.get(), "dtype", &dt))
+    fail("dataset " + printable(name) + " has no dtype attribute");
+  at::ScalarType st = dtype_from_name(dt);
+  h5::Handle space(H5Dget_space(ds.get()));
+  int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) fail("dataset " + printable(name) + ": unreadable shape");
+  std::vector<hsize_t> dims(rank);
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   at::Tensor t = at::empty(std::vector<int64_t>(dims.begin(), dims.end()), at::TensorOptions(st));
-  H5Id type = h5_type(st);
-  if (t.numel() > 0 && H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
-    fail("cannot read dataset " + name);
+  h5::Handle type = h5_type(st);
+  if (t.numel() > 0 && H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
+    fail("cannot read dataset " + printable(name));
   return t;
 }
 
 std::vector<std::string> list_datasets(hid_t file) {
+  auto g = h5::lock();
+  h5::silence_errors();
   std::vector<std::string> out;
   auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* op) -> herr_t {
     if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(op)->push_back(name);
@@ -199,18 +166,50 @@ std::vector<std::string> list_datasets(hid_t file) {
 }
 
 int64_t dataset_file_offset(hid_t file, const std::string& name) {
-  H5Id ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (ds.get() < 0) return -1;
-  haddr_t off = H5Dget_offset(ds);
+  auto g = h5::lock();
+  h5::silence_errors();
+  h5::Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
+  if (!ds.valid()) return -1;
+  haddr_t off = H5Dget_offset(ds.get());
   return off == HADDR_UNDEF ? -1 : static_cast<int64_t>(off);
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool is_hex64(const std::string& s) {
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 std::string checksum(const at::Tensor& t) {
   TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "checksum needs a contiguous CPU tensor");
-  XXH64_hash_t h = XXH3_64bits(t.numel() ? t.data_ptr() : nullptr, t.nbytes());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return hex64(XXH3_64bits(t.numel() ? t.data_ptr() : nullptr, t.nbytes()));
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  auto cont = [&](size_t i) { return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n == 1 ? (c >= 0x20 && c < 0x7f) : n > 1 && c >= 0xC2 && c <= 0xF4;
+    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
 }
 
 }  // namespace hpctrain::ckpt

@@ -1,6 +1,5 @@
 #include "ckpt/manifest.h"
 
-#include <hdf5.h>
 #include <mpi.h>
 #include <torch/version.h>
 
@@ -8,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ckpt/h5_tensor.h"
+#include "dataset/h5_util.h"
 #include "hpctrain_version.h"
 #include "runtime/check.h"
 
@@ -15,12 +16,16 @@ namespace hpctrain::ckpt {
 
 nlohmann::json Manifest::to_json() const {
   nlohmann::json ts = nlohmann::json::array();
-  for (const auto& t : tensors)
+  for (const auto& t : tensors) {
     ts.push_back({{"name", t.name}, {"shard", t.shard}, {"dtype", t.dtype}, {"shape", t.shape},
                   {"nbytes", t.nbytes}, {"xxh3", t.xxh3}});
+    if (t.offset >= 0) ts.back()["offset"] = t.offset;
+  }
+  nlohmann::json ss = nlohmann::json::array();
+  for (const auto& s : shards) ss.push_back({{"file", s.file}, {"bytes", s.bytes}, {"xxh3", s.xxh3}});
   nlohmann::json j = {{"format", "hpctrain-checkpoint"}, {"format_version", format_version},
                       {"step", step}, {"world_size", world_size}, {"versions", versions},
-                      {"meta", meta}, {"shards", shards}, {"tensors", ts}};
+                      {"meta", meta}, {"shards", ss}, {"tensors", ts}};
   if (meta.contains("epoch")) j["epoch"] = meta["epoch"];
   return j;
 }
@@ -31,17 +36,34 @@ Manifest Manifest::from_json(const nlohmann::json& j, const std::string& source)
       throw Error(source + ": not an hpctrain checkpoint manifest");
     Manifest m;
     m.format_version = j.at("format_version").get<int>();
-    if (m.format_version != 1)
+    if (m.format_version != 1 && m.format_version != 2)
       throw Error(source + ": unsupported format_version " + std::to_string(m.format_version));
     m.step = j.at("step").get<int64_t>();
     m.world_size = j.at("world_size").get<int>();
     m.versions = j.value("versions", nlohmann::json::object());
     m.meta = j.value("meta", nlohmann::json::object());
-    m.shards = j.at("shards").get<std::vector<std::string>>();
+    for (const auto& s : j.at("shards")) {
+      ShardEntry e;
+      if (m.format_version == 1) {
+        e.file = s.get<std::string>();
+      } else {
+        e = {s.at("file").get<std::string>(), s.at("bytes").get<int64_t>(), s.at("xxh3").get<std::string>()};
+        if (!is_hex64(e.xxh3) || e.bytes < 0)
+          throw Error(source + ": shard " + printable(e.file) + ": malformed checksum or size in the manifest (xxh3 \"" +
+                      printable(e.xxh3) + "\", bytes " + std::to_string(e.bytes) + "; expected 16 hex digits and bytes >= 0)");
+      }
+      if (e.file.empty() || e.file.find('/') != std::string::npos || e.file == "." || e.file == "..")
+        throw Error(source + ": malformed shard file name \"" + printable(e.file) + "\"");
+      m.shards.push_back(std::move(e));
+    }
     for (const auto& t : j.at("tensors")) {
       TensorEntry e{t.at("name").get<std::string>(), t.at("shard").get<int>(),
                     t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<int64_t>>(),
-                    t.at("nbytes").get<int64_t>(), t.at("xxh3").get<std::string>()};
+                    t.at("nbytes").get<int64_t>(), t.at("xxh3").get<std::string>(),
+                    t.value("offset", int64_t{-1})};
+      if (!is_hex64(e.xxh3))
+        throw Error(source + ": tensor " + printable(e.name) + ": malformed checksum \"" + printable(e.xxh3) +
+                    "\" in the manifest (expected 16 hex digits)");
       if (e.shard < 0 || e.shard >= static_cast<int>(m.shards.size()))
         throw Error(source + ": tensor " + e.name + " names shard " + std::to_string(e.shard) +
                     " of " + std::to_string(m.shards.size()));
@@ -49,7 +71,7 @@ Manifest Manifest::from_json(const nlohmann::json& j, const std::string& source)
     }
     return m;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(source + ": malformed manifest: " + e.what());
+    throw Error(source + ": malformed manifest: " + printable(e.what()));
   }
 }
 
@@ -61,7 +83,7 @@ Manifest read_manifest(const std::string& dir) {
   try {
     in >> j;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON: " + e.what());
+    throw Error(path + ": not valid JSON: " + printable(e.what()));
   }
   return Manifest::from_json(j, path);
 }
@@ -97,15 +119,13 @@ std::vector<int> plan_shards(const std::vector<int64_t>& nbytes, int64_t cap) {
 }
 
 nlohmann::json library_versions() {
-  unsigned maj = 0, min = 0, rel = 0;
-  H5get_libversion(&maj, &min, &rel);
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
   int len = 0;
   MPI_Get_library_version(mpi, &len);
   std::string mpi_s(mpi, static_cast<size_t>(len));
   mpi_s = mpi_s.substr(0, mpi_s.find_first_of(",\n"));
   return {{"hpctrain", HPCTRAIN_VERSION}, {"libtorch", TORCH_VERSION}, {"mpi", mpi_s},
-          {"hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel)}};
+          {"hdf5", h5::library_version()}};
 }
 
 }  // namespace hpctrain::ckpt

@@ -3,60 +3,98 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_tensor.h"
-#include "ckpt/pt_archive.h"
+#include "ckpt/h5_image.h"
+#include "ckpt/safetensors.h"
+#include "ckpt/state_dict_pt.h"
+#include "ckpt/torchscript_archive.h"
 #include "ckpt/reader.h"
 #include "runtime/check.h"
 
 namespace hpctrain::ckpt {
 namespace {
 
-at::Tensor cast_for_deploy(const at::Tensor& t, const std::string& dtype) {
-  if (dtype.empty() || !at::isFloatingType(t.scalar_type())) return t;
-  if (dtype == "fp16") return t.to(at::kHalf);
-  if (dtype == "bf16") return t.to(at::kBFloat16);
-  throw Error("ckpt merge: --dtype must be fp16 or bf16, got " + dtype);
-}
-
-// What a merged file stores as its metadata: the manifest less its tensor and shard tables.
-nlohmann::json merged_meta(const Manifest& m) {
+// What a merged file stores as its metadata: the manifest less its tensor and shard tables,
+// plus the checksum of every tensor as written.
+nlohmann::json merged_meta(const Manifest& m, const NamedTensors& tensors, const std::string& prefix) {
   nlohmann::json meta = m.to_json();
   meta.erase("tensors");
   meta.erase("shards");
+  nlohmann::json sums = nlohmann::json::object();
+  for (const auto& [name, t] : tensors) sums[prefix + name] = checksum(t);
+  meta["tensor_xxh3"] = sums;
   return meta;
+}
+
+void write_merged_h5(const std::string& path, const nlohmann::json& meta, const NamedTensors& tensors) {
+  H5FileSpec spec;
+  spec.tensors = &tensors;
+  spec.root_attrs = {{"hpctrain_meta", meta.dump()}};
+  write_h5_file(path, spec);
 }
 
 }  // namespace
 
-void merge_checkpoint(const std::string& path, const std::string& out, const MergeOptions& opts) {
-  if (opts.format != "h5" && opts.format != "pt")
-    throw Error("ckpt merge: --format must be h5 or pt, got " + opts.format);
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
+std::string merge_format(const std::string& out, const std::string& format) {
+  std::string ext = std::filesystem::path(out).extension().string();
+  std::string by_ext = merged_format_of(out);
+  if (format.empty()) {
+    if (by_ext.empty())
+      throw Error("cannot tell the format of " + out + " from its extension '" + ext +
+                  "': use .h5, .pt, .pth or .safetensors, or --format h5|pt|safetensors|torchscript");
+    return by_ext;
+  }
+  if (format != "h5" && format != "pt" && format != "safetensors" && format != "torchscript")
+    throw Error("--format must be h5, pt, safetensors or torchscript, got " + format);
+  bool agrees = by_ext.empty() || by_ext == format || (format == "torchscript" && by_ext == "pt");
+  if (!agrees)
+    throw Error("--format " + format + " contradicts the extension of " + out + " (" + ext +
+                " is " + by_ext + "); change one of them");
+  return format;
+}
+
+MergeReport merge_checkpoint(const std::string& path, const std::string& out, const MergeOptions& opts) {
+  MergeReport rep;
+  rep.format = merge_format(out, opts.format);
+  if (!opts.dtype.empty() && opts.dtype != "fp16" && opts.dtype != "bf16")
+    throw Error("--dtype must be fp16 or bf16, got " + opts.dtype);
+  if (opts.full && rep.format != "h5")
+    throw Error("--full (optimizer and trainer state) needs an .h5 output; a " + rep.format +
+                " file holds the model's state dict");
+  std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    throw Error("the directory of --out " + out + " does not exist");
+  bool prefixed = rep.format == "h5";
+  at::ScalarType cast = opts.dtype == "fp16" ? at::kHalf : at::kBFloat16;
+  NamedTensors tensors;
   std::string dir = resolve_checkpoint_path(path);
   Manifest m = verify_checkpoint(dir, [&](const TensorEntry& e, at::Tensor t) {
     bool model = e.name.rfind("model/", 0) == 0;
-    if (model || (opts.full && opts.format == "h5"))
-      tensors.emplace_back(model && opts.format == "pt" ? e.name.substr(6) : e.name,
-                           cast_for_deploy(t, opts.dtype).contiguous());
+    if (!model && !opts.full) return;
+    if (!opts.dtype.empty()) {
+      if (at::isFloatingType(t.scalar_type())) t = t.to(cast);
+      else rep.kept.push_back(e.name + " (" + e.dtype + ")");
+    }
+    tensors.emplace_back(prefixed ? e.name : e.name.substr(6), t.contiguous());
   });
+  rep.tensors = tensors.size();
+  nlohmann::json meta = merged_meta(m, tensors, prefixed ? "" : "model/");
   std::string tmp = out + ".tmp";
-  if (opts.format == "pt") {
-    write_pt(tmp, merged_meta(m), tensors);
-  } else {
-    H5Id file = create_h5(tmp);
-    for (const auto& [name, t] : tensors) write_tensor(file, name, t, false);
-    std::string s = merged_meta(m).dump();
-    H5Id str(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(str, s.size());
-    H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-    H5Id attr(H5Acreate2(file, "hpctrain_meta", str, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-    if (attr.get() < 0 || H5Awrite(attr, str, s.data()) < 0) throw Error("cannot write metadata to " + tmp);
-    attr.reset();
-    close_and_sync(file, tmp);
+  try {
+    if (rep.format == "h5") write_merged_h5(tmp, meta, tensors);
+    else if (rep.format == "pt") write_state_dict_pt(tmp, meta, tensors);
+    else if (rep.format == "safetensors") write_safetensors(tmp, meta, tensors);
+    else write_torchscript(tmp, meta, tensors);
+    rename_durable(tmp, out);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
   }
-  rename_durable(tmp, out);
+  return rep;
 }
 
 std::string inspect_checkpoint(const std::string& path) {
@@ -86,6 +124,9 @@ std::string inspect_checkpoint(const std::string& path) {
     total += e.nbytes;
   }
   add("%zu tensors, %zu shards, %lld bytes\n", m.tensors.size(), m.shards.size(), static_cast<long long>(total));
+  for (const auto& sh : m.shards)
+    add("  %s  %lld bytes  xxh3 %s\n", sh.file.c_str(), static_cast<long long>(sh.bytes),
+        sh.xxh3.empty() ? "- (format version 1)" : sh.xxh3.c_str());
   return s;
 }
 

@@ -13,6 +13,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/dir_ops.h"
+#include "ckpt/h5_tensor.h"
 #include "ckpt/store.h"
 #include "comm/communicator.h"
 #include "runtime/check.h"
@@ -56,6 +57,29 @@ int64_t agree_on(Communicator& comm, const std::string& local_error, int64_t pen
   throw CollectiveError(msg);
 }
 
+// Collective (all_writers, once every shard is durable): rank 0 learns each shard's size and
+// whole-file checksum, and where each tensor's bytes lie, from the rank that wrote it. Each
+// shard has one writer; the other ranks add zeros, so the sum is exact (offsets travel + 1).
+void gather_shard_digests(Communicator& comm, ckpt::Manifest& m) {
+  int64_t k = static_cast<int64_t>(m.shards.size()), nt = static_cast<int64_t>(m.tensors.size());
+  at::Tensor t = at::zeros({2 * k + nt}, at::kLong);
+  int64_t* p = t.data_ptr<int64_t>();
+  auto mine = [&](int64_t s) { return s % comm.size() == comm.rank() && m.shards[s].bytes >= 0; };
+  for (int64_t s = 0; s < k; ++s)
+    if (mine(s)) {
+      p[2 * s] = m.shards[s].bytes;
+      p[2 * s + 1] = static_cast<int64_t>(std::stoull(m.shards[s].xxh3, nullptr, 16));
+    }
+  for (int64_t i = 0; i < nt; ++i)
+    if (mine(m.tensors[i].shard)) p[2 * k + i] = m.tensors[i].offset + 1;
+  comm.allreduce(t, ReduceOp::kSum, "ckpt.shard_digests")->wait();
+  for (int64_t s = 0; s < k; ++s) {
+    m.shards[s].bytes = p[2 * s];
+    m.shards[s].xxh3 = ckpt::hex64(static_cast<uint64_t>(p[2 * s + 1]));
+  }
+  for (int64_t i = 0; i < nt; ++i) m.tensors[i].offset = p[2 * k + i] - 1;
+}
+
 }  // namespace
 
 CheckpointWriter::CheckpointWriter(CheckpointOptions opts, Communicator& comm)
@@ -92,11 +116,13 @@ void CheckpointWriter::run_job(Job& job) {
   try {
     int rank = comm_.rank(), n = comm_.size();
     std::string tmp = ckpt::tmp_dir_for(opts_.dir, job.manifest.step);
-    if (rank == 0) ckpt::fill_checksums(job.manifest, job.host);
+    // all_writers: each rank's shards must be durable before it reports done (rank 0 commits
+    // when every rank is); otherwise rank 0's commit fsyncs them with the manifest.
     ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0,
-                       opts_.all_writers ? n : 1, opts_.compress);
+                       opts_.all_writers ? n : 1, opts_.compress, /*sync=*/opts_.all_writers);
+    if (rank == 0) ckpt::fill_missing_checksums(job.manifest, job.host);
     if (!opts_.async) job.host.clear();  // sync: aliases of live tensors, nothing to recycle
-    if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep);
+    if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep, /*shards_synced=*/false);
   } catch (const std::exception& e) {
     job.error = e.what();
   }
@@ -127,10 +153,11 @@ void CheckpointWriter::agree(bool wait_all) {
     bool need_commit = job_ && opts_.all_writers && !job_->committed;
     if (need_commit && all_pending == 0) {
       // Every rank's shards are fsynced: rank 0 publishes the checkpoint.
+      gather_shard_digests(comm_, job_->manifest);
       if (comm_.rank() == 0) {
         auto t0 = std::chrono::steady_clock::now();
         try {
-          ckpt::commit(opts_.dir, job_->manifest, opts_.keep);
+          ckpt::commit(opts_.dir, job_->manifest, opts_.keep, /*shards_synced=*/true);
           job_->stats.write_s += seconds_since(t0);  // the commit is part of the write
         } catch (const std::exception& e) {
           job_->error = e.what();
@@ -160,7 +187,9 @@ std::vector<CheckpointStats> CheckpointWriter::take_completed() {
 
 void CheckpointWriter::save(int64_t step, CheckpointState state) {
   auto t0 = std::chrono::steady_clock::now();
-  agree(true);  // at most one write in flight; its errors surface here on every rank
+  // At most one write in flight; its errors surface here on every rank. job_ is held over the
+  // same steps on every rank (see agree), so with none in flight no rank needs the collective.
+  if (job_) agree(true);
   // Name and dtype checks run on every rank so that a bad state fails identically everywhere.
   std::string err;
   ckpt::Manifest manifest;

@@ -1,10 +1,12 @@
-// `hpctrain ckpt inspect|verify|merge PATH`: thin wrappers over src/ckpt. Rank 0 does the
-// work (they read files only); a failure is reported once ("hpctrain: error: ckpt verify: ...")
-// and every rank exits with code 2.
+// `hpctrain ckpt inspect|verify|merge PATH`: thin wrappers over src/ckpt. PATH is a step
+// directory, a checkpoint root (follows `latest`) or ROOT/latest. Rank 0 does the work (they
+// read files only); a failure is reported once ("hpctrain: error: ckpt verify: ...") and every
+// rank exits with code 2.
 #include <cstdio>
 #include <functional>
 
 #include "cli/commands.h"
+#include "ckpt/h5_tensor.h"
 #include "ckpt/merge.h"
 #include "ckpt/reader.h"
 #include "runtime/agree.h"
@@ -16,7 +18,11 @@ namespace {
 
 int on_rank0(World& w, const char* what, const std::function<void()>& body) {
   run_on_rank0(w.comm(), std::string("ckpt ") + what, [&] {
-    body();
+    try {
+      body();
+    } catch (const Error& e) {
+      throw Error(ckpt::printable(e.what()));  // no raw bytes from a damaged file on the terminal
+    }
     std::fflush(stdout);
   });
   return 0;
@@ -27,7 +33,7 @@ void verify(const std::string& path) {
   int64_t bytes = 0;
   ckpt::Manifest m = ckpt::verify_checkpoint(
       dir, [&](const ckpt::TensorEntry& e, const at::Tensor&) { bytes += e.nbytes; });
-  std::printf("OK %s: step %lld, %zu tensors in %zu shard(s), %lld bytes, all checksums match\n",
+  std::printf("OK %s: step %lld, %zu tensors in %zu shard(s), %lld bytes, file and tensor checksums match\n",
               dir.c_str(), static_cast<long long>(m.step), m.tensors.size(), m.shards.size(),
               static_cast<long long>(bytes));
 }
@@ -38,7 +44,7 @@ void add(CLI::App& root, Action& chosen) {
   auto path = std::make_shared<std::string>();
 
   auto* ins = c->add_subcommand("inspect", "step, epoch, world size, config and tensor table");
-  ins->add_option("PATH", *path, "step directory or checkpoint root (follows `latest`)")->required();
+  ins->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required();
   ins->callback([&chosen, path] {
     chosen = [path](World& w) {
       return on_rank0(w, "inspect", [&] { std::fputs(ckpt::inspect_checkpoint(*path).c_str(), stdout); });
@@ -46,24 +52,34 @@ void add(CLI::App& root, Action& chosen) {
   });
 
   auto* ver = c->add_subcommand("verify", "re-read every tensor and check checksums, shapes, completeness");
-  ver->add_option("PATH", *path, "step directory or checkpoint root (follows `latest`)")->required();
+  ver->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required();
   ver->callback([&chosen, path] {
     chosen = [path](World& w) { return on_rank0(w, "verify", [&] { verify(*path); }); };
   });
 
-  auto* mrg = c->add_subcommand("merge", "one HDF5 file (or LibTorch archive) from a sharded checkpoint");
+  auto* mrg = c->add_subcommand("merge", "one file from a sharded checkpoint: .h5, .pt (PyTorch state dict), .safetensors");
   auto out = std::make_shared<std::string>();
   auto opts = std::make_shared<ckpt::MergeOptions>();
-  mrg->add_option("PATH", *path, "step directory or checkpoint root (follows `latest`)")->required();
-  mrg->add_option("--out", *out, "output file (.h5 or .pt)")->required();
-  mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (h5)");
-  mrg->add_option("--dtype", opts->dtype, "fp16|bf16: cast floating tensors")->check(CLI::IsMember({"fp16", "bf16"}));
-  mrg->add_option("--format", opts->format, "h5 (default) or pt (torch::load-able)")->check(CLI::IsMember({"h5", "pt"}));
+  mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required();
+  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")->required();
+  mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (.h5 only)");
+  mrg->add_option("--dtype", opts->dtype, "fp16|bf16: cast floating tensors (others are kept, and listed)")
+      ->check(CLI::IsMember({"fp16", "bf16"}));
+  mrg->add_option("--format", opts->format,
+                  "h5|pt|safetensors|torchscript: overrides an unknown extension; must agree with a known one "
+                  "(torchscript: the LibTorch module archive for torch::load in C++)")
+      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript"}));
   mrg->callback([&chosen, path, out, opts] {
     chosen = [path, out, opts](World& w) {
       return on_rank0(w, "merge", [&] {
-        ckpt::merge_checkpoint(*path, *out, *opts);
-        std::printf("wrote %s (%s)\n", out->c_str(), opts->format.c_str());
+        ckpt::MergeReport r = ckpt::merge_checkpoint(*path, *out, *opts);
+        if (!r.kept.empty()) {
+          std::string list;
+          for (const auto& k : r.kept) list += (list.empty() ? "" : ", ") + k;
+          std::fprintf(stderr, "hpctrain: warning: ckpt merge --dtype %s: %zu tensor(s) are not floating point and were kept as they are: %s\n",
+                       opts->dtype.c_str(), r.kept.size(), list.c_str());
+        }
+        std::printf("wrote %s (%s, %zu tensors)\n", out->c_str(), r.format.c_str(), r.tensors);
       });
     };
   });

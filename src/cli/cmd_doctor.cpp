@@ -2,7 +2,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
-#include <hdf5.h>
 #include <torch/version.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "comm/router.h"
 #include "comm/selftest.h"
 #include "runtime/build_id.h"
+#include "dataset/h5_util.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/world.h"
@@ -35,8 +35,6 @@ std::string env_or(const char* name, const char* dflt) {
 }
 
 nlohmann::json rank_report(World& w, const DeviceChoice& dev) {
-  unsigned maj, min, rel;
-  H5get_libversion(&maj, &min, &rel);
   nlohmann::json j;
   j["host"] = w.hostname();
   j["rank"] = w.rank();
@@ -48,7 +46,7 @@ nlohmann::json rank_report(World& w, const DeviceChoice& dev) {
   j["torch"] = TORCH_VERSION;
   j["mpi"] = w.mpi_library_version();
   j["nccl"] = nccl_version_string().empty() ? "-" : nccl_version_string();
-  j["hdf5"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
+  j["hdf5"] = h5::library_version() + (h5::library_threadsafe() ? " (thread-safe)" : " (not thread-safe; hpctrain serializes its calls)");
   j["blas"] = blas_info();
   j["threads"] = at::get_num_threads();
   j["omp_num_threads"] = env_or("OMP_NUM_THREADS", "unset");

@@ -24,7 +24,7 @@ int eval(World& w, const EvalRequest& req) {
 void add(CLI::App& root, Action& chosen) {
   auto* cmd = root.add_subcommand("eval", "evaluate a checkpoint on the test set");
   auto a = std::make_shared<EvalRequest>();
-  cmd->add_option("--ckpt", a->ckpt, "checkpoint step dir, checkpoint root, or merged .h5 / .pt")->required();
+  cmd->add_option("--ckpt", a->ckpt, "checkpoint step dir, root, ROOT/latest, or merged .h5 / .pt / .safetensors")->required();
   cmd->add_option("--data", a->data, "directory with test.h5")->required();
   cmd->add_option("--device", a->device, "auto|cpu|cuda|cuda:N")->capture_default_str();
   cmd->add_option("--batch-size", a->batch_size, "per-rank batch")->capture_default_str()->check(CLI::PositiveNumber);

@@ -21,18 +21,6 @@ int64_t DatasetInfo::target_numel() const {
 
 namespace {
 
-std::string type_name(hid_t t) {
-  const size_t bytes = H5Tget_size(t);
-  switch (H5Tget_class(t)) {
-    case H5T_INTEGER:
-      return std::string(H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * bytes);
-    case H5T_FLOAT: return "float" + std::to_string(8 * bytes);
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    default: return "non-numeric type";
-  }
-}
-
 std::string shape_str(const std::vector<hsize_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
@@ -130,7 +118,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
                   H5Tget_sign(itype.get()) == H5T_SGN_NONE;
   const bool f16 = is_float(itype.get(), 2), f32 = is_float(itype.get(), 4);
   if (!u8 && !f16 && !f32)
-    throw Error(path + ": dataset '" + images + "' has dtype " + type_name(itype.get()) +
+    throw Error(path + ": dataset '" + images + "' has dtype " + h5::type_name(itype.get()) +
                 "; supported: uint8, float16, float32");
   ds.info_.uint8_pixels = u8;
   ds.info_.input_dtype = u8 ? "uint8" : f16 ? "float16" : "float32";
@@ -154,7 +142,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
                 images + "' has " + std::to_string(ds.info_.size) + " samples");
   if (regression) {
     if (H5Tget_class(ltype.get()) != H5T_FLOAT)
-      throw Error(path + ": dataset '" + labels + "' has dtype " + type_name(ltype.get()) +
+      throw Error(path + ": dataset '" + labels + "' has dtype " + h5::type_name(ltype.get()) +
                   "; regression targets must be float16/32/64 (integer class labels need --loss cross_entropy)");
     ds.info_.classification = false;
     for (size_t i = 1; i < ldims.size(); ++i) ds.info_.target_shape.push_back(int64_t(ldims[i]));
@@ -163,7 +151,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
     if (ldims.size() != 1)
       throw Error(path + ": dataset '" + labels + "' has shape " + shape_str(ldims) + "; expected [N]");
     if (H5Tget_class(ltype.get()) != H5T_INTEGER)
-      throw Error(path + ": dataset '" + labels + "' has dtype " + type_name(ltype.get()) +
+      throw Error(path + ": dataset '" + labels + "' has dtype " + h5::type_name(ltype.get()) +
                   "; labels must be integers (float targets need --loss mse|l1|smooth_l1)");
     ds.labels_.resize(ds.info_.size);
     if (ds.info_.size &&

@@ -36,8 +36,36 @@ void Handle::reset() {
 }
 
 void silence_errors() {
+  thread_local bool done = false;
+  if (done) return;
   auto g = lock();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  done = true;
+}
+
+bool library_threadsafe() {
+  hbool_t ts = 0;
+  return H5is_library_threadsafe(&ts) >= 0 && ts;
+}
+
+std::string library_version() {
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  return std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
+}
+
+std::string type_name(hid_t t) {
+  auto g = lock();
+  const size_t bytes = H5Tget_size(t);
+  switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+      return std::string(H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * bytes);
+    case H5T_FLOAT: return "float" + std::to_string(8 * bytes);
+    case H5T_STRING: return "string";
+    case H5T_ENUM: return "enum";
+    case H5T_COMPOUND: return "compound";
+    default: return "non-numeric type";
+  }
 }
 
 namespace {
@@ -91,6 +119,33 @@ void write_attr_int64(hid_t obj, const std::string& name, int64_t v) {
   auto g = lock();
   Handle s(H5Screate(H5S_SCALAR));
   write_attr(obj, name, H5T_NATIVE_INT64, s.get(), &v);
+}
+
+bool read_attr_string(hid_t obj, const std::string& name, std::string* out) {
+  auto g = lock();
+  hssize_t n = 0;
+  Handle a = open_attr(obj, name, &n);
+  if (!a.valid() || n != 1) return false;
+  Handle type(H5Aget_type(a.get()));
+  if (H5Tget_class(type.get()) != H5T_STRING) return false;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    Handle mem(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    char* p = nullptr;
+    if (H5Aread(a.get(), mem.get(), &p) < 0 || !p) return false;
+    *out = p;
+    H5free_memory(p);
+    return true;
+  }
+  size_t size = H5Tget_size(type.get());
+  std::string s(size, '\0');
+  Handle mem(H5Tcopy(H5T_C_S1));
+  H5Tset_size(mem.get(), size);
+  H5Tset_strpad(mem.get(), H5T_STR_NULLPAD);
+  if (size > 0 && H5Aread(a.get(), mem.get(), s.data()) < 0) return false;
+  s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
+  *out = std::move(s);
+  return true;
 }
 
 bool read_attr_floats(hid_t obj, const std::string& name, std::vector<float>* out) {

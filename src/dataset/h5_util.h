@@ -1,4 +1,5 @@
-// Small HDF5 C API helpers shared by the dataset reader and writers.
+// The one HDF5 layer of hpctrain, shared by src/dataset (reader, writers) and src/ckpt (shards,
+// merged files): handle, lock, error silencing, type names, attributes.
 //
 // Why a process-wide mutex around every HDF5 call: Debian's HDF5 1.10 serial library is built
 // thread-safe (one global lock inside the library), but other builds users may link against
@@ -38,14 +39,29 @@ class Handle {
   hid_t id_ = H5I_INVALID_HID;
 };
 
-// Turns off HDF5's automatic error printing to stderr (we report one line ourselves).
+// Turns off HDF5's automatic error printing to stderr (we report one line ourselves). The
+// setting is per thread in thread-safe builds, so call it on every thread that makes H5* calls
+// (cheap: once per thread does the work).
 void silence_errors();
+
+// Whether the linked HDF5 library was built thread-safe (--enable-threadsafe). hpctrain is
+// safe either way (h5::lock()); `hpctrain doctor` reports it.
+bool library_threadsafe();
+
+// "1.10.8": the linked library's version.
+std::string library_version();
+
+// A readable name of an HDF5 datatype for error messages: "uint8", "int16", "float32",
+// "string", "enum", "compound", ...
+std::string type_name(hid_t type);
 
 // Attribute helpers (object = file or dataset). Readers return false when absent.
 void write_attr_string(hid_t obj, const std::string& name, const std::string& value);
 void write_attr_strings(hid_t obj, const std::string& name, const std::vector<std::string>& v);
 void write_attr_floats(hid_t obj, const std::string& name, const std::vector<float>& v);
 void write_attr_int64(hid_t obj, const std::string& name, int64_t v);
+// A fixed-length or variable-length string attribute; false when absent or not a string.
+bool read_attr_string(hid_t obj, const std::string& name, std::string* out);
 bool read_attr_floats(hid_t obj, const std::string& name, std::vector<float>* out);
 bool read_attr_int64(hid_t obj, const std::string& name, int64_t* out);
 

@@ -18,8 +18,10 @@ grep -q "optim/fc.weight.exp_avg *bfloat16" <<<"$out" || fail "inspect table: $o
 echo "ok: inspect shows step, epoch, world size and the tensor table"
 
 "$HPCTRAIN_BIN" ckpt verify "$STEP" | grep -q "^OK .*13 tensors in 2 shard(s)" || fail "verify good"
+"$HPCTRAIN_BIN" ckpt verify "$T/ck/latest" | grep -q "^OK $STEP: " || fail "verify ROOT/latest"
+"$HPCTRAIN_BIN" ckpt inspect "$T/ck/latest" | grep -q "shard-00001-of-00002.h5  [0-9]* bytes  xxh3 [0-9a-f]\{16\}" || fail "inspect shard table"
 ${MPIEXEC:-mpiexec} -n 2 ${MPIEXEC_FLAGS:-} "$HPCTRAIN_BIN" ckpt verify "$T/ck" >/dev/null || fail "verify under mpiexec -n 2"
-echo "ok: verify passes (1 and 2 ranks)"
+echo "ok: verify passes (1 and 2 ranks; step dir, root and ROOT/latest)"
 
 "$HPCTRAIN_BIN" ckpt merge "$T/ck" --out "$T/m.h5" --full >/dev/null
 /usr/bin/python3 - "$T/m.h5" "$STEP" <<'PY' || fail "h5py comparison"
@@ -52,7 +54,7 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(off + 5); b = f.read(1); f.seek(off + 5); f.write(bytes([b[0] ^ 0xFF]))
 PY
 if err=$("$HPCTRAIN_BIN" ckpt verify "$T/bad" 2>&1); then fail "verify passed a flipped byte"; fi
-grep -q "shard-00000-of-00002.h5: tensor model/fc.weight: checksum mismatch" <<<"$err" || fail "flip msg: $err"
+grep -q "shard-00000-of-00002.h5: file checksum mismatch (.*): tensor model/fc.weight: checksum mismatch" <<<"$err" || fail "flip msg: $err"
 echo "ok: flipped byte -> $err"
 
 cp -r "$STEP" "$T/noshard"; rm "$T/noshard/shard-00001-of-00002.h5"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # e2e: eval on every checkpoint format, and per-checkpoint metrics.
-# - A 2-rank training run with checkpoints; eval of its final checkpoint as step dir, merged .h5
-#   and merged .pt (`ckpt merge --format pt`), each on 1 and 2 ranks, reproduces the test
-#   accuracy the training summary reported, exactly.
+# - A 2-rank training run with checkpoints; eval of its final checkpoint as step dir, ROOT/latest,
+#   merged .h5, .pt (a PyTorch state dict), .safetensors and TorchScript archive
+#   (`--format torchscript`), each on 1 and 2 ranks, reproduces the test accuracy the training
+#   summary reported, exactly.
 # - A truncated .pt and a text file named .pt give a one-line error and exit != 0.
 # - The metrics file has one checkpoint record per committed checkpoint: bytes equal the
 #   manifest's total, async stall is bounded by the previous write (at most one in flight),
@@ -19,8 +20,10 @@ steps=$(json_field "$WORK/async.txt" steps)
 [ "$steps" = 32 ] || fail "expected 32 steps, got $steps"
 
 run_np 1 ckpt merge "$WORK/async" --out "$WORK/m.pt" --format pt >/dev/null
+run_np 1 ckpt merge "$WORK/async/latest" --out "$WORK/m.safetensors" >/dev/null
+run_np 1 ckpt merge "$WORK/async" --out "$WORK/ts.pt" --format torchscript >/dev/null
 run_np 1 ckpt merge "$WORK/async" --out "$WORK/m.h5" >/dev/null
-for ck in "$WORK/m.pt" "$WORK/m.h5" "$WORK/async/step-00000032"; do
+for ck in "$WORK/m.pt" "$WORK/m.safetensors" "$WORK/ts.pt" "$WORK/m.h5" "$WORK/async/step-00000032" "$WORK/async/latest"; do
   for np in 1 2; do
     run_np "$np" eval --ckpt "$ck" --data "$D" --device cpu >"$WORK/eval.txt" 2>&1 || { cat "$WORK/eval.txt"; fail "eval $ck on $np rank(s)"; }
     got=$(json_field "$WORK/eval.txt" test_accuracy)
@@ -33,7 +36,7 @@ for ck in "$WORK/m.pt" "$WORK/m.h5" "$WORK/async/step-00000032"; do
     [ "$(json_field "$WORK/eval.txt" step)" = 32 ] || fail "eval of $(basename "$ck") reports step $(json_field "$WORK/eval.txt" step)"
   done
 done
-ok "eval of the .pt, the .h5 and the step dir on 1 and 2 ranks: accuracy $acc == training's, exactly; loss $loss"
+ok "eval of the .pt, .safetensors, TorchScript, .h5, step dir and ROOT/latest on 1 and 2 ranks: accuracy $acc == training's, exactly; loss $loss"
 
 head -c 2000 "$WORK/m.pt" >"$WORK/cut.pt"
 echo "not an archive" >"$WORK/text.pt"
@@ -46,7 +49,7 @@ for bad in "$WORK/cut.pt" "$WORK/text.pt"; do
   # hpctrain's own output is one line (mpiexec adds its job-abort banner around it).
   [ "$(grep -c '^hpctrain' "$WORK/bad.err")" -eq 1 ] || { cat "$WORK/bad.err"; fail "eval of $bad: not one error line"; }
   line=$(grep '^hpctrain' "$WORK/bad.err")
-  grep -q "^hpctrain: error: $bad is not a readable LibTorch archive" <<<"$line" || fail "eval of $bad: $line"
+  grep -q "^hpctrain: error: $bad is not a readable PyTorch file" <<<"$line" || fail "eval of $bad: $line"
   ok "bad .pt -> exit $rc: $line"
 done
 

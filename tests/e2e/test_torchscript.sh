@@ -37,7 +37,12 @@ acc_h=$(json_field "$WORK/bn-eval.txt" test_accuracy)
 acc_p=$("$PY" "$E/load_back.py" "$E/torchscript_models.py" "$WORK/bn.h5" "$D/test.h5" bnnet 1 8 8 4) || fail "loading back into Python"
 /usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) == float(sys.argv[2]) else 1)" "$acc_h" "$acc_p" ||
   fail "Python accuracy $acc_p != hpctrain eval $acc_h"
-ok "scripted BatchNorm model: merged, loaded into Python by name (strict): accuracy $acc_p == hpctrain eval $acc_h"
+for ext in pt safetensors; do  # the one-line loads: torch.load(...) / safetensors.torch.load_file(...)
+  run_np 1 ckpt merge "$WORK/bn" --out "$WORK/bn.$ext" >/dev/null
+  acc_x=$("$PY" "$E/load_back.py" "$E/torchscript_models.py" "$WORK/bn.$ext" "$D/test.h5" bnnet 1 8 8 4) || fail "loading bn.$ext into Python"
+  [ "$acc_x" = "$acc_p" ] || fail "bn.$ext: Python accuracy $acc_x != $acc_p"
+done
+ok "scripted BatchNorm model: merged (.h5, .pt, .safetensors), loaded into Python by name (strict): accuracy $acc_p == hpctrain eval $acc_h"
 
 cp "$M/traced.pt" "$WORK/traced.pt"
 run_np 2 train --model "$WORK/traced.pt" --batch-size 16 --ckpt-dir "$WORK/tr" "${common[@]}" --max-steps 8 >"$WORK/tr1.txt" 2>&1 || { tail "$WORK/tr1.txt"; fail "traced, first part"; }

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "ckpt/dir_ops.h"
+#include "ckpt/h5_image.h"
+#include "ckpt/h5_tensor.h"
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
 #include "runtime/check.h"
@@ -80,6 +82,15 @@ TEST_P(Writers, SaveVerifyAndReadBackOnEveryRank) {
   ckpt::Manifest m = ckpt::read_manifest(*r);
   EXPECT_EQ(m.world_size, world().size());
   EXPECT_GE(m.shards.size(), 6u);
+  // Rank 0 learned every shard's size and whole-file checksum, and where each tensor lies,
+  // also from the ranks that wrote them (all_writers).
+  for (const auto& sh : m.shards) {
+    EXPECT_TRUE(ckpt::is_hex64(sh.xxh3)) << sh.file;
+    EXPECT_EQ(sh.bytes, static_cast<int64_t>(fs::file_size(*r + "/" + sh.file))) << sh.file;
+    EXPECT_EQ(sh.xxh3, ckpt::digest_file(*r + "/" + sh.file).xxh3) << sh.file;
+  }
+  for (const auto& t : m.tensors)
+    if (t.nbytes > 0) EXPECT_GE(t.offset, 0) << t.name;
   expect_same_tensors(big_state(300), read_checkpoint(*r, c10::kCPU));
   EXPECT_EQ(ckpt::complete_checkpoints(d.path).size(), 2u);  // keep 2
 }

@@ -1,6 +1,7 @@
-// ckpt merge (h5 read back by Debian's h5py, pt read back by torch::load into a nested module),
-// load_model (round trip and mismatch report from step dir, .h5 and .pt), the .pt's metadata
-// and its errors, inspect.
+// ckpt merge (h5 read back by Debian's h5py; the TorchScript archive by torch::load into a nested
+// module; .pt state dicts and .safetensors read back with every dtype), format selection and its
+// errors, load_model (round trip and mismatch report from every format), the merged files'
+// metadata and checksums, inspect. Python's torch.load / safetensors: tests/e2e/test_ckpt_export.sh.
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -9,6 +10,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -113,8 +115,11 @@ TEST(Merge, H5ReadByH5pyHasEqualValues) {
   }
   EXPECT_EQ(checked, s.tensors.size());
 
-  // Without --full only model/; --dtype fp16 casts floating tensors only.
-  ckpt::merge_checkpoint(d.path, out, {.dtype = "fp16"});
+  // Without --full only model/; --dtype fp16 casts floating tensors only, and lists the others.
+  ckpt::MergeReport rep = ckpt::merge_checkpoint(d.path, out, {.dtype = "fp16"});
+  EXPECT_EQ(rep.format, "h5");
+  EXPECT_NE(std::find(rep.kept.begin(), rep.kept.end(), "model/features.1.num_batches_tracked (int64)"), rep.kept.end());
+  EXPECT_NE(std::find(rep.kept.begin(), rep.kept.end(), "model/extra.mask (bool)"), rep.kept.end());
   CheckpointState m = read_checkpoint(out, c10::kCPU);
   for (auto& [n, t] : m.tensors) EXPECT_EQ(n.rfind("model/", 0), 0u) << n;
   EXPECT_EQ(find(m, "model/fc.weight").scalar_type(), at::kHalf);
@@ -122,13 +127,13 @@ TEST(Merge, H5ReadByH5pyHasEqualValues) {
   EXPECT_TRUE(at::equal(find(m, "model/fc.weight"), find(s, "model/fc.weight").to(at::kHalf)));
 }
 
-TEST(Merge, PtArchiveLoadsIntoNestedModuleWithTorchLoad) {
+TEST(Merge, TorchScriptArchiveLoadsIntoNestedModuleWithTorchLoad) {
   TempDir d;
   Net src;
   CheckpointState s = state_of(src);
   ckpt::write_checkpoint_sync({d.path}, 3, s);
   std::string out = d.path + "/model.pt";
-  ckpt::merge_checkpoint(d.path, out, {.format = "pt"});
+  ckpt::merge_checkpoint(d.path, out, {.format = "torchscript"});
   Net dst;
   torch::load(dst, out);
   size_t n = 0;
@@ -149,8 +154,12 @@ TEST(LoadModel, FromStepDirAndMergedFile) {
   CheckpointState s = state_of(src);
   ckpt::write_checkpoint_sync({d.path}, 3, s);
   ckpt::merge_checkpoint(d.path, d.path + "/m.h5", {});
-  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {.format = "pt"});
-  for (std::string path : {d.path, d.path + "/step-00000003", d.path + "/m.h5", d.path + "/m.pt"}) {
+  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {});
+  ckpt::merge_checkpoint(d.path, d.path + "/m.pth", {.format = "pt"});
+  ckpt::merge_checkpoint(d.path, d.path + "/m.safetensors", {});
+  ckpt::merge_checkpoint(d.path, d.path + "/ts.pt", {.format = "torchscript"});
+  for (std::string path : {d.path, d.path + "/latest", d.path + "/step-00000003", d.path + "/m.h5", d.path + "/m.pt",
+                           d.path + "/m.pth", d.path + "/m.safetensors", d.path + "/ts.pt"}) {
     Net dst;
     load_model(path, *dst, c10::kCPU);
     EXPECT_TRUE(at::equal(dst->fc->weight, find(s, "model/fc.weight"))) << path;
@@ -170,8 +179,9 @@ TEST(LoadModel, MismatchListsMissingUnexpectedAndShapes) {
       break;
     }
   ckpt::write_checkpoint_sync({d.path}, 3, s);
-  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {.format = "pt"});
-  for (std::string path : {d.path, d.path + "/m.pt"}) {  // the same report from every format
+  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {});
+  ckpt::merge_checkpoint(d.path, d.path + "/m.safetensors", {});
+  for (std::string path : {d.path, d.path + "/m.pt", d.path + "/m.safetensors"}) {  // the same report from every format
     Net other(5);  // fc: [4,5] instead of [4,6]
     std::string err;
     try {
@@ -186,7 +196,7 @@ TEST(LoadModel, MismatchListsMissingUnexpectedAndShapes) {
   }
 }
 
-TEST(Merge, PtCarriesMetadataAndReadsLikeTheStepDir) {
+TEST(Merge, EveryFormatCarriesMetadataAndReadsLikeTheStepDir) {
   TempDir d;
   Net src;
   CheckpointState s = state_of(src);
@@ -194,24 +204,28 @@ TEST(Merge, PtCarriesMetadataAndReadsLikeTheStepDir) {
   s.meta["sample_shape"] = {1, 28, 28};
   s.meta["num_classes"] = 10;
   ckpt::write_checkpoint_sync({d.path}, 9, s, 2);
-  ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {.format = "pt"});
   CheckpointState dir = read_checkpoint(d.path, c10::kCPU);
-  CheckpointState pt = read_checkpoint(d.path + "/m.pt", c10::kCPU);
-  for (const char* k : {"model", "sample_shape", "num_classes", "epoch", "step", "world_size", "versions"})
-    EXPECT_EQ(pt.meta[k], dir.meta[k]) << k;
-  EXPECT_EQ(pt.meta["step"], 9);
-  EXPECT_EQ(pt.meta["world_size"], 2);
-  size_t model_tensors = 0;
-  for (auto& [name, t] : dir.tensors) {
-    if (name.rfind("model/", 0) != 0) continue;
-    at::Tensor got = find(pt, name);
-    ASSERT_TRUE(got.defined()) << name;
-    EXPECT_EQ(got.scalar_type(), t.scalar_type()) << name;
-    EXPECT_TRUE(at::equal(got, t)) << name;
-    ++model_tensors;
+  for (std::string out : {"m.pt", "m.safetensors", "m.h5", "ts.pt"}) {
+    ckpt::merge_checkpoint(d.path, d.path + "/" + out, {.format = out == "ts.pt" ? "torchscript" : ""});
+    CheckpointState pt = read_checkpoint(d.path + "/" + out, c10::kCPU);
+    SCOPED_TRACE(out);
+    for (const char* k : {"model", "sample_shape", "num_classes", "epoch", "step", "world_size", "versions"})
+      EXPECT_EQ(pt.meta[k], dir.meta[k]) << k;
+    EXPECT_EQ(pt.meta["step"], 9);
+    EXPECT_EQ(pt.meta["world_size"], 2);
+    size_t model_tensors = 0;
+    for (auto& [name, t] : dir.tensors) {
+      if (name.rfind("model/", 0) != 0) continue;
+      at::Tensor got = find(pt, name);
+      ASSERT_TRUE(got.defined()) << name;
+      EXPECT_EQ(got.scalar_type(), t.scalar_type()) << name;
+      EXPECT_TRUE(at::equal(got, t)) << name;
+      ++model_tensors;
+    }
+    EXPECT_EQ(model_tensors, 9u);
+    EXPECT_EQ(pt.tensors.size(), model_tensors);  // model/ only, nothing from optim/ or state/
+    EXPECT_FALSE(pt.meta.contains("tensor_xxh3"));  // checked and dropped by read_checkpoint
   }
-  EXPECT_EQ(model_tensors, 9u);
-  EXPECT_EQ(pt.tensors.size(), model_tensors);  // model/ only, nothing from optim/ or state/
 }
 
 TEST(Merge, BadPtFileIsOneLineErrorNamingIt) {
@@ -219,7 +233,7 @@ TEST(Merge, BadPtFileIsOneLineErrorNamingIt) {
   Net src;
   ckpt::write_checkpoint_sync({d.path}, 3, state_of(src));
   std::string good = d.path + "/m.pt";
-  ckpt::merge_checkpoint(d.path, good, {.format = "pt"});
+  ckpt::merge_checkpoint(d.path, good, {});
   auto size = std::filesystem::file_size(good);
   std::filesystem::copy_file(good, d.path + "/cut.pt");
   std::filesystem::resize_file(d.path + "/cut.pt", size / 2);
@@ -231,7 +245,7 @@ TEST(Merge, BadPtFileIsOneLineErrorNamingIt) {
     } catch (const Error& e) {
       err = e.what();
     }
-    EXPECT_EQ(err.rfind(bad + " is not a readable LibTorch archive", 0), 0u) << err;
+    EXPECT_EQ(err.rfind(bad + " is not a readable PyTorch file", 0), 0u) << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   }
   // A LibTorch archive, but not one from `ckpt merge`: eval could not rebuild the model.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "ckpt/dir_ops.h"
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
@@ -70,11 +71,11 @@ TEST(RoundTrip, LargeTensorsAcrossShardBoundariesCompressedAndNot) {
     ckpt::write_checkpoint_sync(o, 8, s);
     ckpt::Manifest m = ckpt::read_manifest(d.path + "/step-00000008");
     ASSERT_EQ(m.shards.size(), 4u);
-    EXPECT_EQ(m.shards[3], "shard-00003-of-00004.h5");
+    EXPECT_EQ(m.shards[3].file, "shard-00003-of-00004.h5");
     std::vector<int> shards;
     for (auto& e : m.tensors) shards.push_back(e.shard);
     EXPECT_EQ(shards, (std::vector<int>{0, 1, 2, 3, 3}));
-    for (auto& f : m.shards) EXPECT_TRUE(fs::exists(d.path + "/step-00000008/" + f)) << f;
+    for (auto& f : m.shards) EXPECT_TRUE(fs::exists(d.path + "/step-00000008/" + f.file)) << f.file;
     expect_same_tensors(s, read_checkpoint(d.path + "/step-00000008", c10::kCPU));
   }
 }
@@ -100,9 +101,12 @@ TEST(Fixture, DISABLED_WriteSampleCheckpoint) {
   ckpt::write_checkpoint_sync(o, 400, s, 2);
 }
 
-// Not a test: the timed half of perf/ckpt_write_bench.sh. Writes $HPCTRAIN_CKPT_BENCH_MB MiB
-// of float32 (64 MiB tensors, default 512 MiB shards) synchronously into
-// $HPCTRAIN_CKPT_FIXTURE_DIR and prints one JSON line with bytes and seconds.
+// Not a test: the timed half of perf/ckpt_bench.py's synthetic row. Writes
+// $HPCTRAIN_CKPT_BENCH_MB MiB of float32 (64 MiB tensors, default 512 MiB shards) synchronously
+// into $HPCTRAIN_CKPT_FIXTURE_DIR, as write_checkpoint_sync does, timing its phases, and prints
+// one JSON line: bytes, seconds (the whole write), and where they went: write_s (shard files:
+// HDF5 images, xxh3 and write() in one pass), fsync_s (the shards' fsyncs), commit_s (manifest,
+// latest, directory fsyncs, renames).
 TEST(Bench, DISABLED_SyncWriteThroughput) {
   const char* dir = std::getenv("HPCTRAIN_CKPT_FIXTURE_DIR");
   const char* mb_env = std::getenv("HPCTRAIN_CKPT_BENCH_MB");
@@ -111,8 +115,18 @@ TEST(Bench, DISABLED_SyncWriteThroughput) {
   CheckpointState s;
   for (int64_t i = 0; i < mb / 64; ++i)
     s.tensors.emplace_back("model/t" + std::to_string(i), at::rand({16 << 20}, at::kFloat));
-  auto t0 = std::chrono::steady_clock::now();
-  ckpt::write_checkpoint_sync({dir}, 1, s);
-  double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"bytes\":%lld,\"seconds\":%.3f}\n", static_cast<long long>(mb / 64 * 64) << 20, sec);
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  auto t0 = clock::now();
+  ckpt::NamedTensors host = ckpt::snapshot_to_host(s.tensors, /*copy_cpu=*/false);
+  ckpt::Manifest m = ckpt::plan_manifest(1, s, 1, 512);
+  std::string tmp = ckpt::tmp_dir_for(dir, 1);
+  ckpt::write_shards(tmp, m, host, 0, 1, false, /*sync=*/false);
+  auto t1 = clock::now();
+  for (const auto& sh : m.shards) ckpt::fsync_path(tmp + "/" + sh.file);
+  auto t2 = clock::now();
+  ckpt::commit(dir, m, 0, /*shards_synced=*/true);
+  auto t3 = clock::now();
+  std::printf("{\"bytes\":%lld,\"seconds\":%.4f,\"write_s\":%.4f,\"fsync_s\":%.4f,\"commit_s\":%.4f}\n",
+              static_cast<long long>(mb / 64 * 64) << 20, secs(t0, t3), secs(t0, t1), secs(t1, t2), secs(t2, t3));
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "ckpt/dir_ops.h"
+#include "ckpt/h5_image.h"
 #include "ckpt/h5_tensor.h"
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
@@ -32,8 +33,8 @@ std::string error_of(const std::function<void()>& f) {
 void flip_byte(const std::string& shard_path, const std::string& tensor, int64_t nbytes) {
   int64_t off;
   {
-    ckpt::H5Id f = ckpt::open_h5(shard_path);
-    off = ckpt::dataset_file_offset(f, tensor);
+    h5::Handle f = ckpt::open_h5(shard_path);
+    off = ckpt::dataset_file_offset(f.get(), tensor);
   }
   ASSERT_GT(off, 0);
   std::fstream io(shard_path, std::ios::in | std::ios::out | std::ios::binary);
@@ -90,11 +91,21 @@ TEST(Verify, UnexpectedDatasetAndWrongShapeAreReported) {
   TempDir d;
   ckpt::write_checkpoint_sync({d.path}, 1, three_shard_state(1));
   std::string step = d.path + "/step-00000001";
+  std::string shard = step + "/shard-00000-of-00001.h5";
   {
-    ckpt::H5Id f(H5Fopen((step + "/shard-00000-of-00001.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
-    ckpt::write_tensor(f, "model/intruder", at::ones({2}), false);
+    h5::Handle f(H5Fopen(shard.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ckpt::create_dataset(f.get(), "model/intruder", at::ones({2}), false, true);
   }
+  // The whole-file checksum catches the change first...
   std::string err = error_of([&] { ckpt::verify_checkpoint(step); });
+  EXPECT_NE(err.find(shard + ": file is "), std::string::npos) << err;
+  // ...and with the manifest updated to the new file, the dataset the manifest lacks.
+  ckpt::Manifest m = ckpt::read_manifest(step);
+  ckpt::FileDigest fd = ckpt::digest_file(shard);
+  m.shards[0].bytes = fd.bytes;
+  m.shards[0].xxh3 = fd.xxh3;
+  std::ofstream(step + "/manifest.json") << m.to_json().dump();
+  err = error_of([&] { ckpt::verify_checkpoint(step); });
   EXPECT_NE(err.find("unexpected dataset model/intruder"), std::string::npos) << err;
 }
 

@@ -1,4 +1,4 @@
-#include "ckpt/pt_archive.h"
+#include "ckpt/torchscript_archive.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ckpt/reader.h"
+#include "ckpt/state_dict_pt.h"
 #include "runtime/check.h"
 
 namespace hpctrain::ckpt {
@@ -52,17 +53,9 @@ void collect(torch::serialize::InputArchive& in, const std::string& prefix, Chec
   }
 }
 
-// LibTorch's errors carry a backtrace, source lines and advice paragraphs: keep the first
-// sentence of the first line ("PytorchStreamReader failed reading zip archive: not a ZIP archive").
-std::string first_line(const c10::Error& e) {
-  std::string s = e.what_without_backtrace();
-  s = s.substr(0, s.find('\n'));
-  return s.substr(0, s.find(". "));
-}
-
 }  // namespace
 
-void write_pt(const std::string& path, const nlohmann::json& meta, const NamedTensors& model) {
+void write_torchscript(const std::string& path, const nlohmann::json& meta, const NamedTensors& model) {
   ArchiveTree root;
   for (const auto& [name, t] : model) {
     ArchiveTree* node = &root;
@@ -80,11 +73,11 @@ void write_pt(const std::string& path, const nlohmann::json& meta, const NamedTe
   try {
     root.archive.save_to(path);
   } catch (const c10::Error& e) {
-    throw Error("cannot write " + path + ": " + first_line(e));
+    throw Error("cannot write " + path + ": " + torch_error_line(e));
   }
 }
 
-CheckpointState read_pt(const std::string& path) {
+CheckpointState read_torchscript(const std::string& path) {
   CheckpointState st;
   nlohmann::json stored;
   try {
@@ -93,11 +86,11 @@ CheckpointState read_pt(const std::string& path) {
     collect(in, "", st);
     c10::IValue meta;
     if (!in.try_read(kMetaKey, meta) || !meta.isString())
-      throw Error(path + " has no " + kMetaKey + " attribute (not written by `hpctrain ckpt merge --format pt`)");
+      throw Error(path + " has no " + kMetaKey + " attribute (not written by `hpctrain ckpt merge --format torchscript`)");
     stored = nlohmann::json::parse(meta.toStringRef(), nullptr, false);
     if (stored.is_discarded()) throw Error(path + ": attribute " + kMetaKey + " is not JSON");
   } catch (const c10::Error& e) {
-    throw Error(path + " is not a readable LibTorch archive (truncated or another format?): " + first_line(e));
+    throw Error(path + " is not a readable LibTorch archive (truncated or another format?): " + torch_error_line(e));
   }
   st.meta = meta_from_merged(stored);
   return st;

@@ -1,6 +1,7 @@
-// The merged LibTorch archive (`ckpt merge --format pt`), internal to src/ckpt. Why a separate
-// unit: it is the only place that links LibTorch's serializer (TorchScript containers), and
-// both merge (write) and read_checkpoint (eval, load_model) use it.
+// The merged TorchScript-module archive (`ckpt merge --format torchscript`), internal to
+// src/ckpt: for C++ programs that `torch::load(module, file)`. Python users want the plain state
+// dict (`.pt`, state_dict_pt.h) instead: PyTorch's torch.load(weights_only=True) refuses this
+// archive. Both merge (write) and read_checkpoint (eval, load_model) use it.
 //
 // Layout: one archive per module path, nested by the dotted names (features -> 0 -> weight), so
 // `torch::load(module, file)` fills a module of the same structure; buffers are marked as
@@ -20,12 +21,12 @@ namespace hpctrain::ckpt {
 
 // Writes `model` (plain dotted names, no "model/" prefix) and `meta` to `path` (not atomic:
 // the caller writes a .tmp and renames).
-void write_pt(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
+void write_torchscript(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
 
-// Reads an archive written by write_pt: tensors named "model/<dotted name>" (on CPU), meta as
+// Reads an archive written by write_torchscript: tensors named "model/<dotted name>" (on CPU), meta as
 // read_merged presents it (step, world_size, versions, plus the trainer's meta). A file that is
 // not such an archive (truncated, another format, no hpctrain_meta) throws hpctrain::Error in
 // one line naming the file.
-CheckpointState read_pt(const std::string& path);
+CheckpointState read_torchscript(const std::string& path);
 
 }  // namespace hpctrain::ckpt

@@ -1,0 +1,27 @@
+// The merged safetensors file (`ckpt merge --out w.safetensors`), internal to src/ckpt.
+// Format (https://github.com/huggingface/safetensors): 8 bytes little-endian header length N,
+// N bytes of JSON {"<name>": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
+// "__metadata__": {"format": "pt", "hpctrain_meta": "<json>"}} padded with spaces to a multiple
+// of 8, then the tensors' raw little-endian bytes back to back (offsets relative to the end of
+// the header). Python: safetensors.torch.load_file(p) -> {name: tensor}, plain dotted names.
+// dtypes: F32 F64 F16 BF16 I32 I64 U8 BOOL.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/store.h"
+
+namespace hpctrain::ckpt {
+
+// Writes `model` (plain dotted names, contiguous CPU tensors) with `meta` and fsyncs the file
+// (not atomic: the caller writes a .tmp and renames).
+void write_safetensors(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
+
+// Reads any safetensors file with those dtypes: tensors as "model/<name>", meta as read_merged
+// presents it (empty if the file has no hpctrain_meta). A malformed file (bad header length,
+// JSON, dtype, offsets outside the data, truncated) throws hpctrain::Error naming it.
+CheckpointState read_safetensors(const std::string& path);
+
+}  // namespace hpctrain::ckpt

@@ -1,0 +1,115 @@
+// write_h5_file (the one-pass shard writer): the file reads back through HDF5 with every
+// dtype, empty and 0-d tensors, compressed or not; its digest and each tensor's checksum equal
+// what a separate pass over the written bytes gives; tensors lie at the offsets it reports;
+// the same tensors give the same bytes (no timestamps); the superblock says "closed"; a
+// create error names the file. (A full disk: tests/e2e/bad_inputs.py, disk_full_tmpfs.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "ckpt/h5_image.h"
+#include "ckpt/h5_tensor.h"
+#include "ckpt/store.h"
+#include "runtime/check.h"
+#include "unit/ckpt/ckpt_test_util.h"
+
+using namespace hpctrain;
+using namespace hpctrain::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+ckpt::NamedTensors tensors_of(const CheckpointState& s) {
+  ckpt::NamedTensors out;
+  for (auto& [n, t] : s.tensors) out.emplace_back(n, t.contiguous());
+  out.emplace_back("model/big", values({3 << 18}, at::kFloat, 5));  // 3 MiB: several blocks
+  return out;
+}
+
+}  // namespace
+
+TEST(H5Image, ReadsBackWithDigestsOffsetsAndClosedSuperblock) {
+  for (bool compress : {false, true}) {
+    TempDir d;
+    ckpt::NamedTensors ts = tensors_of(sample_state(2));
+    ckpt::H5FileSpec spec;
+    spec.tensors = &ts;
+    spec.compress = compress;
+    spec.root_attrs = {{"hpctrain_meta", "{\"step\":3}"}};
+    std::string path = d.path + "/f.h5";
+    ckpt::WrittenFile w = ckpt::write_h5_file(path, spec);
+
+    std::string bytes = slurp(path);
+    EXPECT_EQ(w.bytes, static_cast<int64_t>(bytes.size()));
+    ckpt::FileDigest again = ckpt::digest_file(path);
+    EXPECT_EQ(again.bytes, w.bytes);
+    EXPECT_EQ(again.xxh3, w.xxh3);
+    ASSERT_GE(bytes.size(), 24u);
+    EXPECT_EQ(bytes.substr(20, 4), std::string(4, '\0')) << "file consistency flags must read 'closed'";
+
+    h5::Handle f = ckpt::open_h5(path);
+    std::string meta;
+    EXPECT_TRUE(h5::read_attr_string(f.get(), "hpctrain_meta", &meta));
+    EXPECT_EQ(meta, "{\"step\":3}");
+    ASSERT_EQ(w.tensor_xxh3.size(), ts.size());
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const auto& [name, t] = ts[i];
+      at::Tensor got = ckpt::read_tensor(f.get(), name);
+      EXPECT_EQ(got.scalar_type(), t.scalar_type()) << name;
+      EXPECT_TRUE(at::equal(got, t)) << name;
+      EXPECT_EQ(w.tensor_xxh3[i], ckpt::checksum(t)) << name;
+      if (compress || t.numel() == 0) {
+        EXPECT_EQ(w.tensor_offsets[i], -1) << name;
+        continue;
+      }
+      ASSERT_GE(w.tensor_offsets[i], 0) << name;
+      EXPECT_EQ(w.tensor_offsets[i], ckpt::dataset_file_offset(f.get(), name)) << name;
+      EXPECT_EQ(bytes.compare(w.tensor_offsets[i], t.nbytes(), static_cast<const char*>(t.data_ptr()), t.nbytes()), 0)
+          << name;
+    }
+  }
+}
+
+TEST(H5Image, SameTensorsGiveTheSameBytes) {
+  TempDir d;
+  ckpt::NamedTensors ts = tensors_of(sample_state(1));
+  ckpt::H5FileSpec spec;
+  spec.tensors = &ts;
+  ckpt::WrittenFile a = ckpt::write_h5_file(d.path + "/a.h5", spec);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a timestamp would differ now
+  ckpt::WrittenFile b = ckpt::write_h5_file(d.path + "/b.h5", spec);
+  EXPECT_EQ(a.xxh3, b.xxh3);
+  EXPECT_EQ(slurp(d.path + "/a.h5"), slurp(d.path + "/b.h5"));
+}
+
+TEST(H5Image, WriteErrorNamesTheFile) {
+  TempDir d;
+  ckpt::NamedTensors ts = tensors_of(sample_state(1));
+  ckpt::H5FileSpec spec;
+  spec.tensors = &ts;
+  std::string path = d.path + "/no-such-dir/f.h5";
+  try {
+    ckpt::write_h5_file(path, spec);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("create " + path + " failed: No such file or directory"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Printable, EscapesControlAndInvalidUtf8KeepsValidUtf8) {
+  EXPECT_EQ(ckpt::printable("model/fc.weight"), "model/fc.weight");
+  EXPECT_EQ(ckpt::printable(std::string("a\x01" "b\n\x7f", 5)), "a\\x01b\\x0a\\x7f");
+  EXPECT_EQ(ckpt::printable("caf\xc3\xa9"), "caf\xc3\xa9");                 // é stays
+  EXPECT_EQ(ckpt::printable("x\xc3(\xff\xfe"), "x\\xc3(\\xff\\xfe");        // broken sequences
+  EXPECT_EQ(ckpt::printable(std::string("\0z", 2)), "\\x00z");
+  EXPECT_EQ(ckpt::printable(ckpt::printable("a\x02")), "a\\x02");           // idempotent
+}
