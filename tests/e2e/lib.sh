@@ -42,3 +42,15 @@ sys.exit(0 if steps and max(steps) >= int(sys.argv[2]) else 1)" "$f" "$n" 2>/dev
 install_prefix() {
   cmake --install "${HPCTRAIN_BUILD_DIR:-$(dirname "$BIN")}" --prefix "$1" >/dev/null
 }
+# expect_error NAME REGEX ARGS...: `run_np 2 ARGS...` must exit 2 with exactly one
+# "hpctrain: error:" line on stderr, and that line must match REGEX (grep).
+expect_error() {
+  local name=$1 key=$2 rc; shift 2
+  set +e
+  run_np 2 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"; rc=$?
+  set -e
+  [ $rc = 2 ] || { cat "$WORK/$name.err"; fail "$name: exit $rc, expected 2"; }
+  [ "$(grep -c '^hpctrain: error:' "$WORK/$name.err")" = 1 ] && grep -q "^hpctrain: error: .*$key" "$WORK/$name.err" ||
+    { cat "$WORK/$name.err"; fail "$name: no single error line with '$key'"; }
+  ok "$name: $(grep '^hpctrain: error:' "$WORK/$name.err" | cut -c1-220)"
+}

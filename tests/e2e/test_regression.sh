@@ -62,16 +62,6 @@ ok "mse regression over 3+2 files: test loss $loss < 0.2 x baseline $base; 2 ran
 run_np 2 train --model mlp --loss mse --data "${D}16" --max-steps 5 >"$WORK/f16.txt" 2>&1 || { tail "$WORK/f16.txt"; fail "float16 inputs"; }
 ok "float16 inputs train"
 
-expect_error() {  # NAME KEYWORD ARGS...
-  local name=$1 key=$2; shift 2
-  set +e
-  run_np 2 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"; local rc=$?
-  set -e
-  [ $rc = 2 ] || { cat "$WORK/$name.err"; fail "$name: exit $rc, expected 2"; }
-  [ "$(grep -c '^hpctrain: error:' "$WORK/$name.err")" = 1 ] && grep -q "^hpctrain: error: .*$key" "$WORK/$name.err" ||
-    { cat "$WORK/$name.err"; fail "$name: no single error line with '$key'"; }
-  ok "$name: $(grep '^hpctrain: error:' "$WORK/$name.err" | cut -c1-220)"
-}
 run_np 1 data synthetic --out "$WORK/cls" --n 64 --test-n 32 --classes 4 --height 8 --width 8 >/dev/null
 "${HPCTRAIN_PYTHON:-$HOME/.cache/hpctrain/venv/bin/python}" -W ignore -c "
 import torch, sys

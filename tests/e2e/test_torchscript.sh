@@ -54,16 +54,6 @@ run_np 2 eval --ckpt "$WORK/tr" --data "$D" >"$WORK/tr-eval.txt" 2>&1 || { tail 
 [ "$(json_field "$WORK/tr-eval.txt" test_accuracy)" = "$acc_t" ] || fail "eval from the checkpoint alone: $(json_field "$WORK/tr-eval.txt" test_accuracy) != $acc_t"
 ok "traced module: resumed at step 8; evaluated from the checkpoint alone after rm traced.pt (accuracy $acc_t)"
 
-expect_error() {  # expect_error NAME KEYWORD ARGS...: exit 2, one hpctrain error line with KEYWORD
-  local name=$1 key=$2; shift 2
-  set +e
-  run_np 2 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"; local rc=$?
-  set -e
-  [ $rc = 2 ] || { cat "$WORK/$name.err"; fail "$name: exit $rc, expected 2"; }
-  [ "$(grep -c '^hpctrain: error:' "$WORK/$name.err")" = 1 ] && grep -q "^hpctrain: error: .*$key" "$WORK/$name.err" ||
-    { cat "$WORK/$name.err"; fail "$name: no single error line with '$key'"; }
-  ok "$name: $(grep '^hpctrain: error:' "$WORK/$name.err" | cut -c1-200)"
-}
 expect_error ts_state_dict "pickled object saved with torch.save (a state_dict?), not a TorchScript module: save the model itself with torch.jit.script" train --model "$M/statedict.pt" "${common[@]}"
 expect_error ts_two_args "forward(Tensor x, Tensor y) -> Tensor; hpctrain needs one tensor in, one tensor out" train --model "$M/two_args.pt" "${common[@]}"
 expect_error ts_tuple_out "forward(Tensor x) -> Tuple\[Tensor, Tensor\]; hpctrain needs one tensor in, one tensor out" train --model "$M/tuple_out.pt" "${common[@]}"

@@ -12,6 +12,7 @@
 #include "ckpt/merge.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
+#include "support/error_of.h"
 #include "unit/ckpt/ckpt_test_util.h"
 
 using namespace hpctrain;
@@ -19,15 +20,6 @@ using namespace hpctrain::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // Model tensors of every dtype a checkpoint holds, plus optimizer state.
 CheckpointState all_dtypes() {

@@ -3,20 +3,12 @@
 #include <torch/nn/modules/linear.h>
 
 #include "runtime/check.h"
+#include "support/error_of.h"
 #include "train/model_registry.h"
 
 using namespace hpctrain;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CollectiveError& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using hpctrain::testing::error_of;
 
 TEST(ModelRegistry, TheZooIsRegisteredBehindTheModelInterface) {
   std::vector<std::string> zoo;
