@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // A cnn-like checkpoint: model params and BN buffers, optimizer momenta, trainer state, in one
 // shard (so the file holds the model and optim groups and the gap between them).
 CheckpointState cnn_like(int seed) {

@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // Flips one byte in the middle of `tensor`'s data in `shard_path`.
 void flip_byte(const std::string& shard_path, const std::string& tensor, int64_t nbytes) {
   int64_t off;
