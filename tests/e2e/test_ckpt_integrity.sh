@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # e2e: every byte of a checkpoint is verified, through the CLI. A cnn checkpoint's shard gets
-# one flipped byte at a time at positions chosen from its own layout (h5py: the first 8 KiB
-# with the superblock, object headers and heaps; every gap between datasets, e.g. between the
-# model and optim groups; the tail; and tensor data). Each flip fails `hpctrain ckpt verify`
+# one flipped byte at a time at positions chosen from its own layout (h5py: the superblock and
+# root group before the first dataset's data; the gaps between datasets' data, where object
+# headers, heaps and B-trees sit, including the one between the model and optim groups; the
+# tail; and tensor data). Every byte of HDF5 metadata is flipped in unit_ckpt (Integrity.*). Each flip fails `hpctrain ckpt verify`
 # (exit 2, one line naming the shard file, valid UTF-8 without control bytes). With the newest
 # checkpoint damaged in its HDF5 metadata, `train --resume auto` warns and resumes from the
 # previous complete checkpoint; `--resume ROOT/latest` refuses it naming the file.
@@ -26,17 +27,18 @@ with h5py.File(path, "r") as f:
 regions.sort()
 data = [r for r in regions if r[1] > 0]
 meta = []                                   # (position, what)
-meta += [(p, "first 8 KiB") for p in range(0, min(8192, data[0][0]), 97)]
-for (a, n, name), (b, _, nxt) in zip(data, data[1:]):
-    gap = list(range(a + n, b))
-    meta += [(p, f"gap {name} -> {nxt}") for p in gap[:: max(1, len(gap) // 6)]]
-last = data[-1][0] + data[-1][1]
-meta += [(p, "tail") for p in range(last, size, max(1, (size - last) // 8))]
+meta += [(p, "superblock, root group") for p in range(0, min(8192, data[0][0]), 128)]
+gaps = [(a + n, b, f"gap {name} -> {nxt}") for (a, n, name), (b, _, nxt) in zip(data, data[1:]) if b > a + n]
+for a, b, what in gaps[:: max(1, len(gaps) // 20)]:   # ~20 gaps (object headers, heaps), spread over the file
+    meta += [(a, what), ((a + b) // 2, what)]
 model_end = max(a + n for a, n, name in data if name.startswith("model/"))
 optim_start = min(a for a, n, name in data if name.startswith("optim/"))
-assert any(model_end <= p < optim_start for p, _ in meta) or model_end >= optim_start, "no flip between model and optim"
+if optim_start > model_end:                 # the gap between the model and optim groups
+    meta += [(p, "between model/ and optim/") for p in (model_end, (model_end + optim_start) // 2, optim_start - 1)]
+last = data[-1][0] + data[-1][1]
+meta += [(p, "tail") for p in range(last, size, max(1, (size - last) // 4))]
 random.seed(0)
-tensor = [(a + random.randrange(n), f"data {name}") for a, n, name in data for _ in range(2)]
+tensor = [(a + random.randrange(n), f"data {name}") for a, n, name in random.sample(data, min(8, len(data)))]
 with open(out, "w") as o:
     for p, what in meta + tensor:
         o.write(f"{p}\t{what}\n")

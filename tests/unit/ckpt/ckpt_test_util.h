@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "ckpt/checkpoint.h"
@@ -59,6 +60,23 @@ inline std::string read_latest(const std::string& dir) {
   std::string name;
   in >> name;
   return name;
+}
+
+// The message of the hpctrain::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The tensor named `name` in `s` (undefined if none).
+inline at::Tensor find_tensor(const CheckpointState& s, const std::string& name) {
+  for (auto& [n, t] : s.tensors)
+    if (n == name) return t;
+  return {};
 }
 
 inline void expect_same_tensors(const CheckpointState& want, const CheckpointState& got) {

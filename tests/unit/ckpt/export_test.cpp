@@ -39,12 +39,6 @@ CheckpointState all_dtypes() {
   return s;
 }
 
-at::Tensor find(const CheckpointState& s, const std::string& name) {
-  for (auto& [n, t] : s.tensors)
-    if (n == name) return t;
-  return {};
-}
-
 }  // namespace
 
 TEST(Export, FormatFromExtensionAndFlag) {
@@ -90,7 +84,7 @@ TEST(Export, PtAndSafetensorsCarryEveryDtypeAndCast) {
     EXPECT_EQ(got.meta["model"], "test");
     for (auto& [name, t] : s.tensors) {
       if (name.rfind("model/", 0) != 0) continue;
-      at::Tensor g = find(got, name);
+      at::Tensor g = find_tensor(got, name);
       ASSERT_TRUE(g.defined()) << name;
       EXPECT_EQ(g.scalar_type(), t.scalar_type()) << name;
       EXPECT_EQ(g.sizes(), t.sizes()) << name;
@@ -100,9 +94,9 @@ TEST(Export, PtAndSafetensorsCarryEveryDtypeAndCast) {
     EXPECT_EQ(r.kept, (std::vector<std::string>{"model/i32 (int32)", "model/bn.num_batches_tracked (int64)",
                                                 "model/u8 (uint8)", "model/mask (bool)"}));
     got = read_checkpoint(d.path + "/bf16-" + out, c10::kCPU);
-    EXPECT_EQ(find(got, "model/f64").scalar_type(), at::kBFloat16);
-    EXPECT_TRUE(at::equal(find(got, "model/f32"), find(s, "model/f32").to(at::kBFloat16)));
-    EXPECT_EQ(find(got, "model/bn.num_batches_tracked").scalar_type(), at::kLong);
+    EXPECT_EQ(find_tensor(got, "model/f64").scalar_type(), at::kBFloat16);
+    EXPECT_TRUE(at::equal(find_tensor(got, "model/f32"), find_tensor(s, "model/f32").to(at::kBFloat16)));
+    EXPECT_EQ(find_tensor(got, "model/bn.num_batches_tracked").scalar_type(), at::kLong);
   }
 }
 
@@ -120,7 +114,7 @@ TEST(Export, DamagedMergedFileFailsItsTensorChecksum) {
       bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     // The big tensor's values: find its first 16 bytes in the file and flip one after them.
-    at::Tensor big = find(s, "model/big");
+    at::Tensor big = find_tensor(s, "model/big");
     size_t at = bytes.find(std::string(static_cast<const char*>(big.data_ptr()), 16));
     ASSERT_NE(at, std::string::npos) << out;
     bytes[at + 100] = static_cast<char>(bytes[at + 100] ^ 0x10);

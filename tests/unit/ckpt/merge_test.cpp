@@ -61,12 +61,6 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
-at::Tensor find(const CheckpointState& s, const std::string& name) {
-  for (auto& [n, t] : s.tensors)
-    if (n == name) return t;
-  return {};
-}
-
 }  // namespace
 
 TEST(Merge, H5ReadByH5pyHasEqualValues) {
@@ -122,9 +116,9 @@ TEST(Merge, H5ReadByH5pyHasEqualValues) {
   EXPECT_NE(std::find(rep.kept.begin(), rep.kept.end(), "model/extra.mask (bool)"), rep.kept.end());
   CheckpointState m = read_checkpoint(out, c10::kCPU);
   for (auto& [n, t] : m.tensors) EXPECT_EQ(n.rfind("model/", 0), 0u) << n;
-  EXPECT_EQ(find(m, "model/fc.weight").scalar_type(), at::kHalf);
-  EXPECT_EQ(find(m, "model/features.1.num_batches_tracked").scalar_type(), at::kLong);
-  EXPECT_TRUE(at::equal(find(m, "model/fc.weight"), find(s, "model/fc.weight").to(at::kHalf)));
+  EXPECT_EQ(find_tensor(m, "model/fc.weight").scalar_type(), at::kHalf);
+  EXPECT_EQ(find_tensor(m, "model/features.1.num_batches_tracked").scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(find_tensor(m, "model/fc.weight"), find_tensor(s, "model/fc.weight").to(at::kHalf)));
 }
 
 TEST(Merge, TorchScriptArchiveLoadsIntoNestedModuleWithTorchLoad) {
@@ -138,11 +132,11 @@ TEST(Merge, TorchScriptArchiveLoadsIntoNestedModuleWithTorchLoad) {
   torch::load(dst, out);
   size_t n = 0;
   for (auto& p : dst->named_parameters()) {
-    EXPECT_TRUE(at::equal(p.value(), find(s, "model/" + p.key()))) << p.key();
+    EXPECT_TRUE(at::equal(p.value(), find_tensor(s, "model/" + p.key()))) << p.key();
     ++n;
   }
   for (auto& b : dst->named_buffers()) {
-    EXPECT_TRUE(at::equal(b.value(), find(s, "model/" + b.key()))) << b.key();
+    EXPECT_TRUE(at::equal(b.value(), find_tensor(s, "model/" + b.key()))) << b.key();
     ++n;
   }
   EXPECT_EQ(n, 9u);  // conv w,b; bn w,b,mean,var,count; fc w,b
@@ -162,9 +156,9 @@ TEST(LoadModel, FromStepDirAndMergedFile) {
                            d.path + "/m.pth", d.path + "/m.safetensors", d.path + "/ts.pt"}) {
     Net dst;
     load_model(path, *dst, c10::kCPU);
-    EXPECT_TRUE(at::equal(dst->fc->weight, find(s, "model/fc.weight"))) << path;
+    EXPECT_TRUE(at::equal(dst->fc->weight, find_tensor(s, "model/fc.weight"))) << path;
     EXPECT_TRUE(at::equal(dst->features[1]->as<torch::nn::BatchNorm2d>()->running_var,
-                          find(s, "model/features.1.running_var"))) << path;
+                          find_tensor(s, "model/features.1.running_var"))) << path;
   }
 }
 
@@ -216,7 +210,7 @@ TEST(Merge, EveryFormatCarriesMetadataAndReadsLikeTheStepDir) {
     size_t model_tensors = 0;
     for (auto& [name, t] : dir.tensors) {
       if (name.rfind("model/", 0) != 0) continue;
-      at::Tensor got = find(pt, name);
+      at::Tensor got = find_tensor(pt, name);
       ASSERT_TRUE(got.defined()) << name;
       EXPECT_EQ(got.scalar_type(), t.scalar_type()) << name;
       EXPECT_TRUE(at::equal(got, t)) << name;
