@@ -1,5 +1,5 @@
-// error_of(f): the what() of the hpctrain::Error (or CollectiveError) that f throws, or
-// "(no error)". For tests that check one-line error messages.
+// error_of(f): the what() of the exception (hpctrain::Error, CollectiveError, ...) that f
+// throws, or "(no error)". For tests that check one-line error messages.
 #pragma once
 
 #include <functional>
@@ -12,7 +12,7 @@ namespace hpctrain::testing {
 inline std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     return e.what();
   }
   return "(no error)";

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ckpt/checkpoint.h"
+#include "support/error_of.h"  // error_of(f)
 
 namespace hpctrain::testing {
 
@@ -60,16 +61,6 @@ inline std::string read_latest(const std::string& dir) {
   std::string name;
   in >> name;
   return name;
-}
-
-// The message of the hpctrain::Error that f throws, or "(no error)".
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The tensor named `name` in `s` (undefined if none).

@@ -12,7 +12,6 @@
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
-#include "support/error_of.h"
 #include "unit/ckpt/ckpt_test_util.h"
 
 using namespace hpctrain;
