@@ -23,7 +23,7 @@ APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   strace  # tests/e2e/test_ckpt_fsync.sh counts a checkpoint's fsyncs from outside
   dataset-fashion-mnist
   slurmctld slurmd slurm-client munge  # for the Slurm e2e tests' throwaway localhost cluster
-  iproute2 procps)  # ip/tc for tests/cluster's network-namespace hosts; pgrep for launch/local.sh
+  iproute2 procps iputils-ping)  # ip/tc and ping for tests/cluster's network-namespace hosts; pgrep for launch/local.sh
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

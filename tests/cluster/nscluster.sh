@@ -107,7 +107,18 @@ on() {
 }
 
 link_down() { ip -n "$(_ns sw)" link set "$(_port "${1#node}")" down; }
-link_up() { ip -n "$(_ns sw)" link set "$(_port "${1#node}")" up; }
+# link_up HOST: plugs HOST back in and waits (up to 10 s) until node0 reaches it again, so a
+# launch right after it does not race the bridge port and ARP (seen once: orted could not
+# connect back to mpirun right after the link came up).
+link_up() {
+  local i=${1#node} k
+  ip -n "$(_ns sw)" link set "$(_port "$i")" up
+  for ((k = 0; k < 100; k++)); do
+    ip netns exec "$(_ns node0)" ping -c 1 -W 1 "198.18.0.$((i + 1))" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "nscluster: node$i not reachable 10 s after its link came up" >&2
+}
 # slow_link HOST: 5 ms more latency on HOST's eth0 (tc netem), or, on kernels without sch_netem
 # (some VMs), a 100 Mbit/s bandwidth limit (tc tbf). Prints what it applied.
 slow_link() {
