@@ -1,4 +1,5 @@
 #include "ckpt/merge.h"
+#include "ckpt/zero_state.h"
 
 #include <ATen/ATen.h>
 
@@ -80,6 +81,15 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
     }
     tensors.emplace_back(prefixed ? e.name : e.name.substr(6), t.contiguous());
   });
+  if (opts.full && m.meta.contains("zero")) {
+    // A ZeRO-1 checkpoint: the whole optimizer state, per parameter, as a DDP run saves it.
+    CheckpointState st;
+    st.tensors = std::move(tensors);
+    st.meta = m.meta;
+    unshard_optimizer_state(st, dir);
+    tensors = std::move(st.tensors);
+    m.meta = std::move(st.meta);
+  }
   rep.tensors = tensors.size();
   nlohmann::json meta = merged_meta(m, tensors, prefixed ? "" : "model/");
   std::string tmp = out + ".tmp";

@@ -1,4 +1,5 @@
-// `hpctrain bench allreduce`: one JSON line per message size, ours against bare MPI.
+// `hpctrain bench allreduce|reduce_scatter|allgather`: one JSON line per message size, ours
+// against the bare MPI call.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -16,13 +17,13 @@ struct BenchArgs {
   int iters = 20;
 };
 
-int bench(World& w, const BenchArgs& a) {
+int bench(World& w, const std::string& op, const BenchArgs& a) {
   if (a.min_bytes <= 0 || a.max_bytes < a.min_bytes || a.iters <= 0)
-    throw CollectiveError("bench allreduce: need 0 < --min-bytes <= --max-bytes and --iters > 0");
+    throw CollectiveError("bench " + op + ": need 0 < --min-bytes <= --max-bytes and --iters > 0");
   MpiCommunicator comm(w.comm());
-  for (const auto& r : bench_allreduce(comm, a.min_bytes, a.max_bytes, a.iters)) {
+  for (const auto& r : bench_collective(comm, op, a.min_bytes, a.max_bytes, a.iters)) {
     if (w.rank() != 0) continue;
-    nlohmann::json j = {{"world_size", w.size()},       {"bytes", r.bytes},
+    nlohmann::json j = {{"op", op}, {"world_size", w.size()},       {"bytes", r.bytes},
                         {"iters", r.iters},             {"time_us", r.time_us},
                         {"algbw_GBps", r.algbw_GBps},   {"busbw_GBps", r.busbw_GBps},
                         {"mpi_time_us", r.mpi_time_us}, {"mpi_algbw_GBps", r.mpi_algbw_GBps},
@@ -37,12 +38,19 @@ int bench(World& w, const BenchArgs& a) {
 void add(CLI::App& root, Action& chosen) {
   auto* b = root.add_subcommand("bench", "benchmarks");
   b->require_subcommand(1);
-  auto* ar = b->add_subcommand("allreduce", "allreduce bandwidth, ours against bare MPI_Allreduce");
-  auto args = std::make_shared<BenchArgs>();
-  ar->add_option("--min-bytes", args->min_bytes, "smallest message (default 4 KiB)");
-  ar->add_option("--max-bytes", args->max_bytes, "largest message (default 256 MiB)");
-  ar->add_option("--iters", args->iters, "iterations per size at <= 4 MiB (default 20)");
-  ar->callback([&chosen, args] { chosen = [args](World& w) { return bench(w, *args); }; });
+  const std::pair<const char*, const char*> ops[] = {
+      {"allreduce", "allreduce bandwidth, ours against bare MPI_Allreduce"},
+      {"reduce_scatter", "reduce-scatter bandwidth (ZeRO-1 gradients), ours against bare MPI_Reduce_scatter_block"},
+      {"allgather", "allgather bandwidth (ZeRO-1 parameters), ours against bare MPI_Allgather"}};
+  for (const auto& [name, help] : ops) {
+    auto* ar = b->add_subcommand(name, help);
+    auto args = std::make_shared<BenchArgs>();
+    ar->add_option("--min-bytes", args->min_bytes, "smallest message (default 4 KiB)");
+    ar->add_option("--max-bytes", args->max_bytes, "largest message (default 256 MiB)");
+    ar->add_option("--iters", args->iters, "iterations per size at <= 4 MiB (default 20)");
+    std::string op = name;
+    ar->callback([&chosen, args, op] { chosen = [args, op](World& w) { return bench(w, op, *args); }; });
+  }
 }
 
 CommandRegistrar reg(20, add);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "comm/mpi/mpi_communicator.h"
 #include "runtime/check.h"
@@ -35,22 +36,45 @@ double median(std::vector<double> v) {
 
 std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes,
                                                int64_t max_bytes, int iters) {
+  return bench_collective(comm, "allreduce", min_bytes, max_bytes, iters);
+}
+
+std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op,
+                                                int64_t min_bytes, int64_t max_bytes, int iters) {
+  if (op != "allreduce" && op != "reduce_scatter" && op != "allgather")
+    throw Error("bench: unknown collective " + op + " (allreduce, reduce_scatter, allgather)");
   std::vector<AllreduceBenchRow> rows;
   const int n = comm.size();
-  const double bus = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  const double bus = n == 1 ? 1.0 : op == "allreduce" ? 2.0 * (n - 1) / n : double(n - 1) / n;
   MPI_Comm raw = comm.raw();
-  for (int64_t bytes = std::max<int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
-    int64_t count = bytes / 4;
+  for (int64_t bytes = std::max<int64_t>(min_bytes, 4 * n); bytes <= max_bytes; bytes *= 2) {
+    int64_t block = bytes / 4 / n, count = op == "allreduce" ? bytes / 4 : block * n;
     // Fresh buffers per size, so no size benefits from an earlier one's cache state.
-    at::Tensor ours = at::ones({count}, at::kFloat);
-    at::Tensor bare = at::ones({count}, at::kFloat);
+    at::Tensor ours = at::ones({count}, at::kFloat), bare = at::ones({count}, at::kFloat);
+    at::Tensor ours_out = at::empty({block}), bare_out = at::empty({block});
     int64_t scaled = iters * int64_t(4 << 20) / std::max<int64_t>(bytes, 4 << 20);
     int it = static_cast<int>(std::max<int64_t>(5, scaled));
-    auto run_ours = [&] { comm.allreduce(ours, ReduceOp::kSum, "bench")->wait(); };
-    auto run_bare = [&] {
-      HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), MPI_FLOAT,
-                                  MPI_SUM, raw));
-    };
+    std::function<void()> run_ours, run_bare;
+    if (op == "allreduce") {
+      run_ours = [&] { comm.allreduce(ours, ReduceOp::kSum, "bench")->wait(); };
+      run_bare = [&] {
+        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), MPI_FLOAT,
+                                    MPI_SUM, raw));
+      };
+    } else if (op == "reduce_scatter") {
+      run_ours = [&] { comm.reduce_scatter(ours, ours_out, ReduceOp::kSum, "bench")->wait(); };
+      run_bare = [&] {
+        HPC_MPI_CHECK(MPI_Reduce_scatter_block(bare.data_ptr(), bare_out.data_ptr(),
+                                               static_cast<int>(block), MPI_FLOAT, MPI_SUM, raw));
+      };
+    } else {
+      at::Tensor mine = ours.narrow(0, comm.rank() * block, block);
+      run_ours = [&, mine] { comm.allgather_into(mine, ours, "bench")->wait(); };
+      run_bare = [&] {
+        HPC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, bare.data_ptr(),
+                                    static_cast<int>(block), MPI_FLOAT, raw));
+      };
+    }
     for (int w = 0; w < 2; ++w) run_ours(), run_bare();  // warm-up
     std::vector<double> t_ours, t_bare;
     for (int round = 0; round < 3; ++round) {

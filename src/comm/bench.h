@@ -1,9 +1,13 @@
-// Allreduce benchmark: our MpiCommunicator against a bare MPI_Allreduce on the same buffers.
-// Collective: every rank calls it with the same arguments. Bandwidths follow nccl-tests:
-// algbw = bytes / time, busbw = algbw * 2(n-1)/n.
+// Collective benchmarks: our MpiCommunicator against the bare MPI call on the same buffers
+// (allreduce: MPI_Allreduce; reduce_scatter: MPI_Reduce_scatter_block; allgather:
+// MPI_Allgather, our allgather_into). Collective: every rank calls it with the same arguments.
+// Bandwidths follow nccl-tests: `bytes` is the whole buffer (n blocks for reduce_scatter and
+// allgather), algbw = bytes / time, busbw = algbw * 2(n-1)/n for allreduce and
+// algbw * (n-1)/n for reduce_scatter and allgather.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace hpctrain {
@@ -14,7 +18,7 @@ struct AllreduceBenchRow {
   int64_t bytes = 0;
   int iters = 0;
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;          // ours
-  double mpi_time_us = 0, mpi_algbw_GBps = 0, mpi_busbw_GBps = 0;  // bare MPI_Allreduce
+  double mpi_time_us = 0, mpi_algbw_GBps = 0, mpi_busbw_GBps = 0;  // the bare MPI call
 };
 
 // Sizes double from min_bytes to max_bytes. `iters` is the count at <= 4 MiB; larger sizes
@@ -22,5 +26,8 @@ struct AllreduceBenchRow {
 // median round, slowest rank.
 std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes,
                                                int64_t max_bytes, int iters);
+// The same for `op`: "allreduce", "reduce_scatter" or "allgather" (else hpctrain::Error).
+std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op,
+                                                int64_t min_bytes, int64_t max_bytes, int iters);
 
 }  // namespace hpctrain

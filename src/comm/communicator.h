@@ -9,6 +9,11 @@
 // - Tensors must be contiguous and stay alive and untouched until wait() returns.
 // - Dtypes: float32, float64, float16, bfloat16 (reduced in float32, then rounded once), int32,
 //   int64, uint8 (broadcast/allgather only for uint8). kAvg needs a floating dtype.
+// - reduce_scatter and allgather_into work on one flat buffer split into size() equal blocks,
+//   block r belonging to rank r (ZeRO's gradient and parameter exchange). Every backend has a
+//   native implementation (MPI_Reduce_scatter_block / MPI_Allgather, ncclReduceScatter /
+//   ncclAllGather); the base class falls back to allreduce (correct, twice the traffic) so that
+//   test doubles need not implement them.
 // - The backend is chosen from the tensor's device (see DeviceRouter); a tensor on a device the
 //   backend does not serve is an error naming both devices.
 #pragma once
@@ -55,6 +60,15 @@ class Communicator {
   // empty) but must agree in dtype and trailing dims. (*out)[r] is rank r's tensor.
   virtual WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) = 0;
   virtual WorkHandle barrier(std::string tag = {}) = 0;
+  // Reduces `input` (numel = size() x output.numel(), contiguous) over ranks and leaves block
+  // rank() of the result in `output` (same dtype, must not overlap `input`). Dtype rules as
+  // for allreduce (float16/bfloat16 reduced in float32 on MPI). `input` is left unspecified.
+  virtual WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
+                                    std::string tag = {});
+  // Gathers every rank's `input` into `output` (numel = size() x input.numel(), same dtype, any
+  // dtype): block r of `output` receives rank r's input. `input` may be block rank() of
+  // `output` itself (in place, no copy).
+  virtual WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {});
 
   // The caller's current training step, quoted in watchdog reports ("... at step 120"). Cheap
   // (an atomic store); call it once per step. A no-op for backends without a watchdog.
@@ -63,6 +77,13 @@ class Communicator {
 
 // Checks a tensor can be carried by `c`; throws hpctrain::Error naming the devices otherwise.
 void check_carriable(const Communicator& c, const at::Tensor& t, const char* what);
+
+// Checks the shapes of a reduce_scatter / allgather_into (`block` is the per-rank tensor, `flat`
+// the size() x block one); throws hpctrain::Error naming `what` and both sizes otherwise.
+void check_flat_collective(const Communicator& c, const at::Tensor& block, const at::Tensor& flat,
+                           const char* what);
+// True when `block` is exactly block `rank` of `flat` (an in-place allgather_into).
+bool is_own_block(const at::Tensor& block, const at::Tensor& flat, int rank);
 
 // The dtype as reports name it: "float32", "bfloat16", "int64", ...
 std::string dtype_name(at::ScalarType s);

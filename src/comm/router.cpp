@@ -72,6 +72,26 @@ WorkHandle DeviceRouter::allgather(at::Tensor t, std::vector<at::Tensor>* out, s
   return backend(t.device().type()).allgather(std::move(t), out, std::move(tag));
 }
 
+// The backend both tensors of a flat collective live on (mixing devices is an error).
+Communicator& DeviceRouter::flat_backend(const at::Tensor& a, const at::Tensor& b, const char* what) {
+  if (!a.defined() || !b.defined()) throw Error(std::string(what) + ": undefined tensor");
+  if (a.device() != b.device())
+    throw Error(std::string(what) + ": one operation mixes tensors on " + a.device().str() + " and " +
+                b.device().str());
+  return backend(a.device().type());
+}
+
+WorkHandle DeviceRouter::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
+                                        std::string tag) {
+  Communicator& c = flat_backend(input, output, "reduce_scatter");
+  return c.reduce_scatter(std::move(input), std::move(output), op, std::move(tag));
+}
+
+WorkHandle DeviceRouter::allgather_into(at::Tensor input, at::Tensor output, std::string tag) {
+  Communicator& c = flat_backend(input, output, "allgather_into");
+  return c.allgather_into(std::move(input), std::move(output), std::move(tag));
+}
+
 WorkHandle DeviceRouter::barrier(std::string tag) { return mpi_->barrier(std::move(tag)); }
 
 void DeviceRouter::set_step(int64_t step) {

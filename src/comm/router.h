@@ -33,6 +33,9 @@ class DeviceRouter final : public Communicator {
   WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
   WorkHandle barrier(std::string tag = {}) override;
+  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
+                            std::string tag = {}) override;
+  WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
   void set_step(int64_t step) override;
 
   // The watchdog of this rank; nullptr when the timeout is off.
@@ -43,6 +46,8 @@ class DeviceRouter final : public Communicator {
   bool has_backend(c10::DeviceType type) const;
 
  private:
+  Communicator& flat_backend(const at::Tensor& a, const at::Tensor& b, const char* what);
+
   std::shared_ptr<Watchdog> watchdog_;  // outlives both backends (declared first)
   std::unique_ptr<Communicator> mpi_, nccl_;
 };

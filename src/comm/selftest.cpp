@@ -89,6 +89,31 @@ std::vector<SelfTestResult> run_collective_selftest(Communicator& comm, c10::Dev
       out.push_back({name, false, e.what()});
     }
   }
+  // Flat collectives (ZeRO-1): rank r contributes (r + 1) everywhere, blocks of 1 and 1000.
+  for (auto dt : dtypes) {
+    for (int64_t len : {1, 1000}) {
+      auto o = at::TensorOptions().dtype(dt).device(device);
+      std::string name = std::string("reduce_scatter sum ") + c10::toString(dt) + " block=" + std::to_string(len);
+      try {
+        at::Tensor in = at::full({len * n}, me + 1, o), block = at::empty({len}, o);
+        comm.reduce_scatter(in, block, ReduceOp::kSum, "doctor")->wait();
+        out.push_back(compare(name, block, at::full({len}, expected(ReduceOp::kSum, n), o.dtype(at::kDouble))));
+      } catch (const std::exception& e) {
+        out.push_back({name, false, e.what()});
+      }
+      name = std::string("allgather_into ") + c10::toString(dt) + " block=" + std::to_string(len);
+      try {
+        at::Tensor flat = at::zeros({len * n}, o);
+        at::Tensor mine = flat.narrow(0, me * len, len);
+        mine.fill_(me + 1);
+        comm.allgather_into(mine, flat, "doctor")->wait();
+        at::Tensor want = at::arange(1, n + 1, o.dtype(at::kDouble)).repeat_interleave(len);
+        out.push_back(compare(name, flat, want));
+      } catch (const std::exception& e) {
+        out.push_back({name, false, e.what()});
+      }
+    }
+  }
   try {
     comm.barrier("doctor")->wait();
     out.push_back({"barrier", true, ""});

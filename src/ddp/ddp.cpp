@@ -79,8 +79,18 @@ DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTenso
                      c10::toString(params_[i].scalar_type()), params_[i].device().str()});
   auto cap = static_cast<int64_t>(opts_.bucket_cap_mb * 1048576.0);
   auto first = static_cast<int64_t>(opts_.first_bucket_mb * 1048576.0);
-  reducer_ = std::make_unique<Reducer>(params_, names_, make_bucket_plan(specs, cap, first), comm_,
-                                       ReducerOptions{opts_.find_unused_parameters});
+  BucketPlan plan = make_bucket_plan(specs, cap, first);
+  ReducerOptions ro{opts_.find_unused_parameters};
+  if (opts_.zero) {
+    for (const auto& sp : specs)
+      if (sp.dtype != specs[0].dtype)
+        throw CollectiveError("--zero 1 needs every trained parameter in one dtype; " + sp.name +
+                              " is " + sp.dtype + ", " + specs[0].name + " " + specs[0].dtype);
+    zero_ = std::make_unique<ZeroPartition>(make_zero_partition(plan, specs, comm_.size()));
+    ro.zero = zero_.get();
+  }
+  reducer_ = std::make_unique<Reducer>(params_, names_, std::move(plan), comm_, ro);
+  if (zero_) flatten_parameters();
   install_hooks();
 }
 
@@ -137,6 +147,50 @@ void DistributedDataParallel::install_hooks() {
     acc->add_post_hook(std::make_unique<GradReadyHook>(this, i));
     accumulators_.push_back(std::move(acc));
   }
+}
+
+// Each parameter's values move into its bucket's padded flat buffer and the parameter becomes a
+// view of it (set_data keeps the variable, its autograd identity and every module's reference).
+void DistributedDataParallel::flatten_parameters() {
+  at::NoGradGuard no_grad;
+  const BucketPlan& plan = reducer_->plan();
+  for (size_t b = 0; b < plan.buckets.size(); ++b) {
+    const Bucket& bk = plan.buckets[b];
+    const at::Tensor& first = params_[bk.params.front()];
+    at::Tensor buf = at::zeros({zero_->buckets[b].padded}, first.options().requires_grad(false));
+    for (size_t s = 0; s < bk.params.size(); ++s) {
+      at::Tensor& p = params_[bk.params[s]];
+      at::Tensor view = buf.narrow(0, bk.offsets[s], p.numel()).view(p.sizes());
+      view.copy_(p.detach());
+      p.set_data(view);
+    }
+    param_buffers_.push_back(buf);
+  }
+}
+
+const ZeroPartition& DistributedDataParallel::zero_partition() const {
+  if (!zero_) throw Error("DDP: not in ZeRO-1 mode");
+  return *zero_;
+}
+
+std::vector<at::Tensor> DistributedDataParallel::param_blocks() const {
+  std::vector<at::Tensor> out;
+  if (!zero_) return out;
+  for (size_t b = 0; b < param_buffers_.size(); ++b) {
+    int64_t block = zero_->buckets[b].block;
+    out.push_back(param_buffers_[b].narrow(0, comm_.rank() * block, block));
+  }
+  return out;
+}
+
+void DistributedDataParallel::allgather_params() {
+  if (!zero_ || comm_.size() == 1) return;
+  auto blocks = param_blocks();
+  std::vector<WorkHandle> works;
+  for (size_t b = 0; b < blocks.size(); ++b)
+    works.push_back(comm_.allgather_into(blocks[b], param_buffers_[b],
+                                         "zero.param_bucket[" + std::to_string(b) + "]"));
+  for (auto& w : works) w->wait();
 }
 
 void DistributedDataParallel::prepare_forward() {

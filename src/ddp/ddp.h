@@ -17,6 +17,13 @@
 //   before each training forward; off when SyncBatchNorm keeps statistics global).
 // - The module must already be on the run's device; params on another device than the
 //   communicator carries are an error naming both.
+// - ZeRO-1 (DdpOptions::zero): the trained parameters are moved into one flat, padded buffer
+//   per bucket (each parameter becomes a view of it; values unchanged), gradients are
+//   reduce-scattered bucket by bucket as backward makes them ready (Reducer), and after
+//   backward() grad_blocks() hold this rank's averaged share of the gradient while .grad holds
+//   the local one. The caller steps its optimizer on param_blocks() and then calls
+//   allgather_params(), which leaves every rank with the updated parameters. All trained
+//   parameters must share one dtype.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -25,6 +32,7 @@
 
 #include "comm/communicator.h"
 #include "ddp/reducer.h"
+#include "ddp/zero_partition.h"
 #include "runtime/named_tensors.h"
 
 namespace hpctrain {
@@ -34,6 +42,7 @@ struct DdpOptions {
   double first_bucket_mb = 1.0;
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
+  bool zero = false;  // ZeRO-1: shard the gradient reduction (see contract)
 };
 
 struct DdpStepStats {
@@ -74,6 +83,16 @@ class DistributedDataParallel {
   NoSync no_sync() { return NoSync(*this); }
   bool sync_enabled() const { return sync_enabled_; }
 
+  // ZeRO-1 only (zero() true).
+  bool zero() const { return zero_ != nullptr; }
+  const ZeroPartition& zero_partition() const;
+  // This rank's parameter blocks (views of the bucket parameter buffers) and averaged gradient
+  // blocks, one per bucket, in partition order.
+  std::vector<at::Tensor> param_blocks() const;
+  const std::vector<at::Tensor>& grad_blocks() const { return reducer_->grad_blocks(); }
+  // Collective: every rank's updated blocks to every rank, in place (allgather_into per bucket).
+  void allgather_params();
+
   const BucketPlan& plan() const { return reducer_->plan(); }
   Reducer& reducer() { return *reducer_; }
   const DdpStepStats& last_step() const { return stats_; }
@@ -82,12 +101,15 @@ class DistributedDataParallel {
   void check_same_parameters();
   void broadcast_state();
   void install_hooks();
+  void flatten_parameters();
 
   Communicator& comm_;
   DdpOptions opts_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> params_;  // trained (requires_grad) parameters, reduced by buckets
   std::vector<at::Tensor> all_params_, buffers_;  // broadcast from rank 0
+  std::unique_ptr<ZeroPartition> zero_;
+  std::vector<at::Tensor> param_buffers_;  // ZeRO: one padded flat buffer per bucket
   std::unique_ptr<Reducer> reducer_;
   std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;  // keep hooks alive
   bool sync_enabled_ = true;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "ddp/zero_partition.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -17,10 +18,17 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
       opts_(opts),
       scale_(1.0 / comm.size()) {
   slots_.resize(params_.size());
+  const ZeroPartition* z = opts_.zero;
+  if (z && (z->buckets.size() != plan_.buckets.size() || z->world_size != comm_.size()))
+    throw Error("DDP: the ZeRO partition does not match the bucket plan and world size");
+  if (z && !params_.empty())
+    grad_shard_ = at::zeros({z->shard_numel()}, params_[0].options().requires_grad(false));
   for (size_t b = 0; b < plan_.buckets.size(); ++b) {
     const Bucket& bk = plan_.buckets[b];
     const at::Tensor& first = params_[bk.params.front()];
-    buffers_.push_back(at::zeros({bk.numel}, first.options().requires_grad(false)));
+    int64_t numel = z ? z->buckets[b].padded : bk.numel;  // padding stays zero
+    buffers_.push_back(at::zeros({numel}, first.options().requires_grad(false)));
+    if (z) grad_blocks_.push_back(grad_shard_.narrow(0, z->shard_offset(b), z->buckets[b].block));
     for (size_t s = 0; s < bk.params.size(); ++s) {
       size_t i = bk.params[s];
       slots_[i] = buffers_[b].narrow(0, bk.offsets[s], params_[i].numel()).view(params_[i].sizes());
@@ -77,6 +85,15 @@ void Reducer::on_grad_ready(size_t i) {
 void Reducer::launch_ready_locked() {
   while (next_launch_ < plan_.buckets.size() && pending_[next_launch_] == 0) {
     size_t b = next_launch_++;
+    if (opts_.zero) {
+      if (comm_.size() == 1) {  // a world of one owns the whole bucket
+        grad_blocks_[b].copy_(buffers_[b]);
+        continue;
+      }
+      works_.push_back(comm_.reduce_scatter(buffers_[b], grad_blocks_[b], ReduceOp::kSum,
+                                            "zero.grad_bucket[" + std::to_string(b) + "]"));
+      continue;
+    }
     if (comm_.size() == 1) continue;  // a world of one has nothing to reduce
     works_.push_back(
         comm_.allreduce(buffers_[b], ReduceOp::kSum, "ddp.bucket[" + std::to_string(b) + "]"));

@@ -12,6 +12,10 @@
 //   waits for every bucket, and leaves the averaged gradient in each parameter's .grad, which
 //   is a view into bucket memory (no copy back, no allocation after the first step).
 // - Gradients must be on the device the communicator carries; otherwise the error names both.
+// - ZeRO-1 mode (ReducerOptions::zero set): each bucket buffer is padded to its partition size
+//   and reduce-scattered instead of allreduced, in the same order and at the same moments; after
+//   finalize() grad_shard() holds this rank's block of every bucket (averaged, concatenated in
+//   bucket order), while the parameters' .grad keep the local, unreduced gradients.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -25,8 +29,11 @@
 
 namespace hpctrain {
 
+struct ZeroPartition;
+
 struct ReducerOptions {
   bool find_unused_parameters = false;
+  const ZeroPartition* zero = nullptr;  // ZeRO-1: reduce-scatter over this partition
 };
 
 struct ReducerStats {
@@ -51,6 +58,10 @@ class Reducer {
   const BucketPlan& plan() const { return plan_; }
   const ReducerStats& last_stats() const { return stats_; }
   const at::Tensor& bucket_buffer(size_t b) const { return buffers_[b]; }
+  // ZeRO-1: this rank's averaged gradient blocks, flat (partition's shard layout), and one view
+  // per bucket. Empty otherwise.
+  const at::Tensor& grad_shard() const { return grad_shard_; }
+  const std::vector<at::Tensor>& grad_blocks() const { return grad_blocks_; }
 
  private:
   void launch_ready_locked();
@@ -63,7 +74,9 @@ class Reducer {
   ReducerOptions opts_;
   double scale_;
 
-  std::vector<at::Tensor> buffers_;     // one flat buffer per bucket
+  std::vector<at::Tensor> buffers_;     // one flat buffer per bucket (padded under ZeRO)
+  at::Tensor grad_shard_;               // ZeRO: this rank's reduced blocks
+  std::vector<at::Tensor> grad_blocks_; // ZeRO: per bucket, a view of grad_shard_
   std::vector<at::Tensor> slots_;       // per parameter: a view of its bucket, param-shaped
   std::mutex mu_;
   std::vector<char> filled_;            // per parameter, this step

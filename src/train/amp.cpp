@@ -47,10 +47,17 @@ at::Tensor LossScaler::scale_loss(const at::Tensor& loss) const {
 
 bool LossScaler::unscale_and_check(const std::vector<at::Tensor>& params, Communicator& comm) {
   if (!enabled_) return true;
+  std::vector<at::Tensor> grads;
+  for (auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  return unscale_and_check_grads(grads, comm);
+}
+
+bool LossScaler::unscale_and_check_grads(const std::vector<at::Tensor>& grads, Communicator& comm) {
+  if (!enabled_) return true;
   int found = 0;
-  for (auto& p : params) {
-    if (!p.grad().defined()) continue;
-    at::Tensor g = p.grad();
+  for (const auto& g0 : grads) {
+    at::Tensor g = g0;
     g.mul_(1.0 / scale_);
     if (!found && !g.isfinite().all().item<bool>()) found = 1;
   }

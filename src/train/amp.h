@@ -43,6 +43,9 @@ class LossScaler {
   // Unscales gradients in place and returns true when every rank's gradients are finite.
   // Collective when enabled.
   bool unscale_and_check(const std::vector<at::Tensor>& params, Communicator& comm);
+  // The same over gradient tensors themselves (ZeRO-1: each rank's gradient shard; the MAX
+  // allreduce makes every shard's verdict everyone's).
+  bool unscale_and_check_grads(const std::vector<at::Tensor>& grads, Communicator& comm);
   // Updates the scale after a step (skipped = an overflow was found).
   void update(bool skipped);
   double scale() const { return scale_; }

@@ -162,6 +162,7 @@ const std::vector<FieldSpec>& config_fields() {
       {"lr_ref_batch", K::kInt, "linear scaling rule reference batch (0: off)", {}, 0, 1e12},
       {"clip_grad_norm", K::kFloat, "clip gradients to this global norm (0: off)", {}, 0, 1e12},
       {"grad_accum", K::kInt, "micro-batches per optimizer step", {}, 1, 1e6},
+      {"zero", K::kInt, "ZeRO stage: 0 = DDP (replicated optimizer), 1 = optimizer state sharded over ranks", {}, 0, 3},
       {"device", K::kString, "auto|cpu|cuda|cuda:N"},
       {"sync_bn", K::kBool, "convert BatchNorm to SyncBatchNorm"},
       {"amp", K::kString, "mixed precision: off|bf16|fp16", {"off", "bf16", "fp16"}},
@@ -223,13 +224,17 @@ TrainConfig load_config(const std::string& toml_path,
   if (c.grad_accum > 1 && c.batch_size % c.grad_accum != 0)
     throw CollectiveError("--batch-size " + std::to_string(c.batch_size) + " is not divisible by --grad-accum " +
                           std::to_string(c.grad_accum));
+  if (c.zero >= 2)
+    throw CollectiveError("--zero " + std::to_string(c.zero) + ": ZeRO stage " + std::to_string(c.zero) +
+                          (c.zero == 2 ? " (sharded gradients)" : " (sharded parameters)") +
+                          " is not built; --zero 1 shards the optimizer state");
   return c;
 }
 
 #define HPC_CONFIG_FIELDS(X)                                                               \
   X(model) X(model_lib) X(loss) X(targets_key) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
   X(nesterov) X(weight_decay) X(schedule) X(warmup_steps) X(step_size) X(gamma)            \
-  X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(device) X(sync_bn) X(amp) X(bucket_mb) \
+  X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(zero) X(device) X(sync_bn) X(amp) X(bucket_mb) \
   X(prefetch) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \
   X(ckpt_async) X(ckpt_compress) X(ckpt_writers) X(resume) X(seed) X(metrics) X(trace)     \
   X(tensorboard) X(log_every) X(collective_timeout) X(debug_collectives)

@@ -40,6 +40,7 @@ struct TrainConfig {
   int64_t lr_ref_batch = 0;  // linear scaling rule: lr * global_batch / lr_ref_batch (0: off)
   double clip_grad_norm = 0;  // 0: off
   int64_t grad_accum = 1;
+  int64_t zero = 0;  // ZeRO stage: 0 (DDP) or 1 (sharded optimizer state)
   std::string device = "auto";
   bool sync_bn = false;
   std::string amp = "off";  // off | bf16 | fp16

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "comm/communicator.h"
+
 namespace hpctrain {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
@@ -56,6 +58,19 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
     double scale = max_norm / (total + 1e-6);
     for (auto& p : params)
       if (p.grad().defined()) p.grad().detach().mul_(scale);
+  }
+  return total;
+}
+
+double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm,
+                              Communicator& comm) {
+  at::Tensor sq = at::zeros({1}, at::kDouble);
+  for (const auto& g : grad_blocks) sq += g.detach().to(at::kDouble).pow(2).sum().cpu();
+  if (comm.size() > 1) comm.allreduce(sq, ReduceOp::kSum, "zero.grad_norm")->wait();
+  double total = std::sqrt(sq.item<double>());
+  if (max_norm > 0 && total > max_norm) {
+    double scale = max_norm / (total + 1e-6);
+    for (const auto& g : grad_blocks) g.detach().mul_(scale);
   }
   return total;
 }

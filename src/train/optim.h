@@ -18,6 +18,8 @@
 
 namespace hpctrain {
 
+class Communicator;
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
                                                         std::vector<at::Tensor> params,
                                                         double base_lr);
@@ -40,5 +42,10 @@ double scaled_lr(const TrainConfig& c, int64_t global_batch);
 
 // Scales gradients so their global L2 norm is at most max_norm; returns the norm before.
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+
+// The same for ZeRO-1 gradient shards: each rank's squared norm is summed over ranks (one
+// allreduce, collective), so the norm and the scale are the global ones on every rank.
+double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm,
+                              Communicator& comm);
 
 }  // namespace hpctrain

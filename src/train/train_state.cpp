@@ -23,10 +23,34 @@ std::map<void*, std::string> param_names(Model& model) {
 
 CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt,
                                     const TrainProgress& p, const nlohmann::json& extra_meta) {
+  CheckpointState st = capture_model_state(model, p, extra_meta);
+  append_optimizer_state(st, model, opt);
+  return st;
+}
+
+TrainProgress restore_train_state(const CheckpointState& st, Model& model,
+                                  torch::optim::Optimizer& opt) {
+  TrainProgress p = restore_model_state(st, model);
+  restore_optimizer_state(st, model, opt);
+  return p;
+}
+
+CheckpointState capture_model_state(Model& model, const TrainProgress& p,
+                                    const nlohmann::json& extra_meta) {
   CheckpointState st;
   for (auto& [name, p] : model.named_parameters()) st.tensors.emplace_back("model/" + name, p.detach());
   for (auto& [name, b] : model.named_buffers())
     if (b.defined()) st.tensors.emplace_back("model/" + name, b);
+  st.tensors.emplace_back("state/rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  st.meta = extra_meta;
+  st.meta["epoch"] = p.epoch;
+  st.meta["train_step"] = p.step;
+  st.meta["sampler"] = {{"epoch", p.sampler.epoch}, {"samples_consumed", p.sampler.samples_consumed}};
+  st.meta["scaler"] = {{"scale", p.scaler_scale}, {"good_steps", p.scaler_good}};
+  return st;
+}
+
+void append_optimizer_state(CheckpointState& st, Model& model, torch::optim::Optimizer& opt) {
   auto names = param_names(model);
   for (auto& [key, state] : opt.state()) {
     auto it = names.find(key);
@@ -41,13 +65,6 @@ CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt,
       st.tensors.emplace_back(base + ".step", at::scalar_tensor(a->step(), at::kLong));
     }
   }
-  st.tensors.emplace_back("state/rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
-  st.meta = extra_meta;
-  st.meta["epoch"] = p.epoch;
-  st.meta["train_step"] = p.step;
-  st.meta["sampler"] = {{"epoch", p.sampler.epoch}, {"samples_consumed", p.sampler.samples_consumed}};
-  st.meta["scaler"] = {{"scale", p.scaler_scale}, {"good_steps", p.scaler_good}};
-  return st;
 }
 
 void load_model_tensors(const CheckpointState& st, Model& model) {
@@ -56,9 +73,7 @@ void load_model_tensors(const CheckpointState& st, Model& model) {
   load_model_state(st, target, "checkpoint");
 }
 
-TrainProgress restore_train_state(const CheckpointState& st, Model& model,
-                                  torch::optim::Optimizer& opt) {
-  load_model_tensors(st, model);
+void restore_optimizer_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt) {
   std::map<std::string, at::Tensor> saved;
   for (auto& [name, t] : st.tensors) saved[name] = t;
   auto names = param_names(model);
@@ -85,8 +100,13 @@ TrainProgress restore_train_state(const CheckpointState& st, Model& model,
       opt.state()[key] = std::move(s);
     }
   }
-  if (auto it = saved.find("state/rng.cpu"); it != saved.end())
-  {
+}
+
+TrainProgress restore_model_state(const CheckpointState& st, Model& model) {
+  load_model_tensors(st, model);
+  std::map<std::string, at::Tensor> saved;
+  for (auto& [name, t] : st.tensors) saved[name] = t;
+  if (auto it = saved.find("state/rng.cpu"); it != saved.end()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(it->second.cpu());
   }

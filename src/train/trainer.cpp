@@ -97,7 +97,7 @@ void Trainer::State::setup() {
   total_steps = steps_per_epoch * cfg.epochs;
   if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
   double base_lr = scaled_lr(cfg, global_batch);
-  opt = make_optimizer(cfg, params, base_lr);
+  opt = make_train_optimizer(cfg, *model, *ddp, *comm, base_lr);
   sched = std::make_unique<LrSchedule>(cfg, base_lr, total_steps);
   scaler = LossScaler(cfg.amp == "fp16");
 
@@ -125,7 +125,21 @@ void Trainer::State::setup() {
                "global batch " + std::to_string(global_batch) + " (" +
                std::to_string(cfg.batch_size) + " per rank), " + std::to_string(steps_per_epoch) +
                " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
-               std::to_string(base_lr) + ", " + ddp->plan().describe());
+               std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
+}
+
+// "optimizer sgd, state 3.1 MiB per rank (ZeRO-1: 1/4 of 12.6 MiB, 37 elements padding)"
+std::string Trainer::State::optimizer_line() const {
+  char buf[200];
+  double mib = static_cast<double>(opt->state_bytes()) / 1048576.0;
+  if (!ddp->zero()) {
+    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (replicated)", cfg.optimizer.c_str(), mib);
+  } else {
+    const ZeroPartition& z = ddp->zero_partition();
+    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (ZeRO-1: 1/%d of it, %lld padding element(s))",
+                  cfg.optimizer.c_str(), mib, z.world_size, static_cast<long long>(z.padding()));
+  }
+  return buf;
 }
 
 // Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.
@@ -157,7 +171,7 @@ void Trainer::State::train_step(const Batch& b) {
                   device);
     devices_checked = true;
   }
-  sched->apply(*opt, step);
+  opt->set_lr(sched->lr_at(step));
   ddp->prepare_forward();
   auto xs = b.images.chunk(cfg.grad_accum), ys = b.labels.chunk(cfg.grad_accum);
   const double rows = static_cast<double>(b.images.size(0));
@@ -180,11 +194,7 @@ void Trainer::State::train_step(const Batch& b) {
     stats.add_loss(loss.detach());
   }
   TraceSpan span("optimizer", "compute");
-  bool finite = scaler.unscale_and_check(params, *comm);
-  if (finite) {
-    if (cfg.clip_grad_norm > 0) clip_grad_norm(params, cfg.clip_grad_norm);
-    opt->step();
-  }
+  bool finite = opt->step(scaler, cfg.clip_grad_norm);
   scaler.update(!finite);
   ddp->zero_grad();
   stats.add_step(b.images.size(0), ddp->last_step());
@@ -314,6 +324,8 @@ nlohmann::json Trainer::run() {
                             {"comm_blocked_pct", s.stats.overall_comm_wait_pct()},
                             {"peak_mem_mb", *std::max_element(peaks.begin(), peaks.end())},
                             {"peak_mem_mb_per_rank", peaks},
+                            {"zero", s.cfg.zero},
+                            {"optim_state_bytes_per_rank", s.opt->state_bytes()},
                             {"wall_s", wall}};
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());
   s.rep->metrics({{"type", "summary"}, {"summary", summary}});

@@ -23,7 +23,8 @@ void Trainer::State::resume() {
     return;
   }
   CheckpointState st = read_checkpoint(*path, device);
-  TrainProgress p = restore_train_state(st, *model, *opt);
+  TrainProgress p = restore_model_state(st, *model);
+  opt->restore(st, *path);
   step = p.step;
   start_epoch = p.sampler.epoch;
   resume_pos = p.sampler;
@@ -54,7 +55,8 @@ void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
                          {"num_classes", info.num_classes},
                          {"target_shape", info.target_shape},
                          {"hpctrain_version", HPCTRAIN_VERSION}};
-  CheckpointState st = capture_train_state(*model, *opt, p, meta);
+  CheckpointState st = capture_model_state(*model, p, meta);
+  opt->capture(st);
   if (!model_entry.archive.empty()) {
     // The TorchScript file itself, so eval and resume need nothing but the checkpoint.
     if (!archive_tensor.defined()) {

@@ -109,6 +109,7 @@ void Trainer::State::build_model() {
   DdpOptions dopts;
   dopts.bucket_cap_mb = cfg.bucket_mb;
   dopts.broadcast_buffers = !cfg.sync_bn;
+  dopts.zero = cfg.zero == 1;
   ddp = std::make_unique<DistributedDataParallel>(model->named_parameters(), model->named_buffers(), *comm, dopts);
   for (auto& [name, p] : model->named_parameters())
     if (p.requires_grad()) params.push_back(p);

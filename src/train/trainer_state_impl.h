@@ -24,6 +24,7 @@
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/step_stats.h"
+#include "train/train_optimizer.h"
 #include "train/trainer.h"
 
 namespace hpctrain {
@@ -41,7 +42,7 @@ struct Trainer::State {
   at::Tensor archive_tensor;  // model_entry.archive as uint8, for checkpoints
   std::unique_ptr<DistributedDataParallel> ddp;
   std::vector<at::Tensor> params;
-  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<TrainOptimizer> opt;
   std::unique_ptr<LrSchedule> sched;
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
@@ -71,6 +72,7 @@ struct Trainer::State {
   void report_checkpoints(int64_t final_step = -1);
   bool preemption_agreed();
   std::vector<double> peak_memory_per_rank();
+  std::string optimizer_line() const;
   EvalResult run_eval(int64_t epoch);
 };
 

@@ -66,6 +66,24 @@ void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm) {
   if (!buf.is_same(t)) t.copy_(buf);
 }
 
+// An MPI datatype of one element of `elem` bytes, for pure data movement.
+MPI_Datatype element_type(size_t elem) {
+  switch (elem) {
+    case 1: return MPI_UINT8_T;
+    case 2: return MPI_UINT16_T;
+    case 4: return MPI_UINT32_T;
+    case 8: return MPI_UINT64_T;
+    default: throw Error("allgather_into: unsupported element size " + std::to_string(elem));
+  }
+}
+
+int block_count(int64_t n, const char* what) {
+  if (n > INT_MAX)
+    throw Error(std::string(what) + ": a block of " + std::to_string(n) +
+                " elements exceeds MPI's int count; use smaller buckets");
+  return static_cast<int>(n);
+}
+
 }  // namespace
 
 struct MpiCommunicator::Impl {
@@ -228,6 +246,41 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
       row0 += all[2 * r];
     }
   });
+}
+
+WorkHandle MpiCommunicator::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
+                                           std::string tag) {
+  check_flat_collective(*this, output, input, "reduce_scatter");
+  check_reducible(input.scalar_type(), op, "reduce_scatter");
+  int n = block_count(output.numel(), "reduce_scatter");
+  MPI_Comm comm = impl_->comm;
+  int world = impl_->size;
+  return impl_->thread.submit(
+      make_op_info("reduce_scatter", input, input.numel(), std::move(tag)),
+      [input, output, op, n, world, comm]() mutable {
+        if (n == 0) return;
+        bool half = is_half(input.scalar_type());
+        at::Tensor in = half ? input.to(at::kFloat) : input;
+        at::Tensor out = half ? at::empty({n}, in.options()) : output;
+        HPC_MPI_CHECK(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), n,
+                                               mpi_type(in.scalar_type()), mpi_op(op), comm));
+        if (op == ReduceOp::kAvg) out.div_(world);
+        if (!out.is_same(output)) output.view({-1}).copy_(out.view({-1}));
+      });
+}
+
+WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, std::string tag) {
+  check_flat_collective(*this, input, output, "allgather_into");
+  int n = block_count(input.numel(), "allgather_into");
+  MPI_Datatype type = element_type(input.element_size());
+  bool in_place = is_own_block(input, output, impl_->rank);
+  MPI_Comm comm = impl_->comm;
+  return impl_->thread.submit(make_op_info("allgather_into", input, output.numel(), std::move(tag)),
+                              [input, output, n, type, in_place, comm]() {
+                                if (n == 0) return;
+                                HPC_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(),
+                                                            n, type, output.data_ptr(), n, type, comm));
+                              });
 }
 
 WorkHandle MpiCommunicator::barrier(std::string tag) {

@@ -5,6 +5,8 @@
 // - A dedicated comm thread executes operations strictly in submission order; the caller
 //   thread never blocks on submission. Requires MPI_THREAD_MULTIPLE (World checks it).
 // - float16/bfloat16 are reduced in a float32 staging buffer (MPI has no reduction for them).
+// - reduce_scatter is MPI_Reduce_scatter_block, allgather_into MPI_Allgather (MPI_IN_PLACE
+//   when the input is the rank's own block); a block is limited to 2^31-1 elements.
 // - The destructor completes every submitted operation, then joins the thread.
 // - Guarded by `settings` (see CommSettings): every op is watched by a Watchdog lane "mpi"
 //   (the given one, shared with other backends, or its own when none is given and the timeout
@@ -43,6 +45,9 @@ class MpiCommunicator final : public Communicator {
   WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
   WorkHandle barrier(std::string tag = {}) override;
+  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
+                            std::string tag = {}) override;
+  WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
 
   void set_step(int64_t step) override;
 

@@ -204,6 +204,31 @@ class NcclCommunicator final : public Communicator {
     return work;
   }
 
+  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
+                            std::string tag) override {
+    check(input, "reduce_scatter");
+    check(output, "reduce_scatter");
+    check_flat_collective(*this, output, input, "reduce_scatter");
+    auto st = start(make_op_info("reduce_scatter", input, input.numel(), std::move(tag)));
+    return launch(st, {input, output}, [&] {
+      HPC_NCCL_CHECK(ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(),
+                                       nccl_type(input.scalar_type()), nccl_op(op), comm_,
+                                       *stream_));
+    });
+  }
+
+  // In place when `input` is this rank's block of `output` (NCCL's own in-place rule).
+  WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag) override {
+    check(input, "allgather_into");
+    check(output, "allgather_into");
+    check_flat_collective(*this, input, output, "allgather_into");
+    auto st = start(make_op_info("allgather_into", input, output.numel(), std::move(tag)));
+    return launch(st, {input, output}, [&] {
+      HPC_NCCL_CHECK(ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(),
+                                   nccl_type(input.scalar_type()), comm_, *stream_));
+    });
+  }
+
   WorkHandle barrier(std::string tag) override {
     auto st = start(make_op_info("barrier", at::Tensor(), 0, std::move(tag)));
     guarded(st, [&] { HPC_MPI_CHECK(MPI_Barrier(mpi_)); });

@@ -1,0 +1,131 @@
+#include "train/train_optimizer.h"
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+
+#include "ckpt/zero_state.h"
+#include "comm/communicator.h"
+#include "ddp/ddp.h"
+#include "runtime/check.h"
+#include "train/amp.h"
+#include "train/model.h"
+#include "train/optim.h"
+#include "train/sharded_optim.h"
+#include "train/train_state.h"
+
+namespace hpctrain {
+namespace {
+
+// --zero 0: every rank steps a torch::optim optimizer over the full, averaged gradient.
+class ReplicatedOptimizer final : public TrainOptimizer {
+ public:
+  ReplicatedOptimizer(const TrainConfig& c, Model& model, Communicator& comm, double base_lr)
+      : model_(model), comm_(comm) {
+    for (auto& [name, p] : model.named_parameters())
+      if (p.requires_grad()) params_.push_back(p);
+    opt_ = make_optimizer(c, params_, base_lr);
+    slots_ = c.optimizer == "adamw" ? 2 : c.momentum != 0 ? 1 : 0;
+  }
+  void set_lr(double lr) override {
+    for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
+  }
+  bool step(LossScaler& scaler, double clip_norm) override {
+    if (!scaler.unscale_and_check(params_, comm_)) return false;
+    if (clip_norm > 0) clip_grad_norm(params_, clip_norm);
+    opt_->step();
+    return true;
+  }
+  void capture(CheckpointState& st) override { append_optimizer_state(st, model_, *opt_); }
+  void restore(const CheckpointState& st, const std::string& source) override {
+    if (!has_sharded_optimizer_state(st)) return restore_optimizer_state(st, model_, *opt_);
+    CheckpointState flat = st;  // tensors are shared, only the list is copied
+    unshard_optimizer_state(flat, source);
+    restore_optimizer_state(flat, model_, *opt_);
+  }
+  int64_t state_bytes() const override {
+    // What the optimizer holds after its first step: its slots for every parameter.
+    int64_t n = 0;
+    for (const auto& p : params_) n += slots_ * static_cast<int64_t>(p.nbytes());
+    return n;
+  }
+  bool sharded() const override { return false; }
+
+ private:
+  Model& model_;
+  Communicator& comm_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
+  int64_t slots_ = 0;
+};
+
+// --zero 1: each rank steps its shard, then the parameters are allgathered.
+class ZeroOptimizer final : public TrainOptimizer {
+ public:
+  ZeroOptimizer(const TrainConfig& c, DistributedDataParallel& ddp, Communicator& comm, double base_lr)
+      : ddp_(ddp), comm_(comm) {
+    ShardedOptimOptions o;
+    o.name = c.optimizer;
+    o.lr = base_lr;
+    o.momentum = c.optimizer == "sgd" ? c.momentum : 0;
+    o.nesterov = c.nesterov && c.momentum > 0;
+    o.weight_decay = c.weight_decay;
+    opt_ = std::make_unique<ShardedOptimizer>(o, ddp.param_blocks(), ddp.grad_blocks());
+  }
+  void set_lr(double lr) override { opt_->set_lr(lr); }
+  bool step(LossScaler& scaler, double clip_norm) override {
+    if (!scaler.unscale_and_check_grads(ddp_.grad_blocks(), comm_)) return false;
+    if (clip_norm > 0) clip_grad_norm_sharded(ddp_.grad_blocks(), clip_norm, comm_);
+    opt_->step();
+    ddp_.allgather_params();
+    return true;
+  }
+  // Rank 0 writes the checkpoint, so every rank's shard of every slot is gathered (one
+  // allgather_into per slot); each rank's shard is then its own tensor in the checkpoint.
+  void capture(CheckpointState& st) override {
+    const ZeroPartition& z = ddp_.zero_partition();
+    for (const auto& [slot, mine] : opt_->state()) {
+      at::Tensor all = at::empty({mine.numel() * comm_.size()}, mine.options());
+      if (comm_.size() > 1) comm_.allgather_into(mine, all, "zero.ckpt_gather")->wait();
+      else all.copy_(mine);
+      for (int r = 0; r < comm_.size(); ++r)
+        st.tensors.emplace_back(zero_shard_name(r, slot), all.narrow(0, r * mine.numel(), mine.numel()));
+    }
+    if (opt_->options().name == "adamw")
+      st.tensors.emplace_back(kZeroStepTensor, at::scalar_tensor(opt_->steps(), at::kLong));
+    st.meta["zero"] = z.to_json();
+  }
+  void restore(const CheckpointState& st, const std::string& source) override {
+    CheckpointState flat = st;
+    unshard_optimizer_state(flat, source);  // a no-op for a DDP checkpoint
+    auto slots = shard_optimizer_state(flat, ddp_.zero_partition(), comm_.rank(), source);
+    int64_t steps = 0;
+    for (const auto& [name, t] : flat.tensors)
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".step") == 0 && name.rfind("optim/", 0) == 0) {
+        steps = t.item<int64_t>();
+        break;
+      }
+    for (const auto& want : opt_->slot_names())
+      if (!slots.empty() && !slots.count(want))
+        throw Error(source + ": optimizer state has no " + want + " (saved by another optimizer?)");
+    opt_->load_state(slots, steps);
+  }
+  int64_t state_bytes() const override { return opt_->state_bytes(); }
+  bool sharded() const override { return true; }
+
+ private:
+  DistributedDataParallel& ddp_;
+  Communicator& comm_;
+  std::unique_ptr<ShardedOptimizer> opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainOptimizer> make_train_optimizer(const TrainConfig& c, Model& model,
+                                                     DistributedDataParallel& ddp,
+                                                     Communicator& comm, double base_lr) {
+  if (!ddp.zero()) return std::make_unique<ReplicatedOptimizer>(c, model, comm, base_lr);
+  check_sharded_optimizer(c.optimizer);
+  return std::make_unique<ZeroOptimizer>(c, ddp, comm, base_lr);
+}
+
+}  // namespace hpctrain

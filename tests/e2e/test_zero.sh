@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# e2e, ZeRO-1 through the real CLI (--zero 1): equivalence with DDP (--zero 0) for mlp, cnn and
+# resnet with SGD and AdamW at 1/2/4 ranks, plus clipping, grad accumulation and --amp bf16;
+# --sync-bn; resharding resumes (4 -> 2, 2 -> 3, 3 -> 1, ZeRO <-> DDP, same world bitwise) against
+# uninterrupted runs; merge --full unshards the optimizer state; writers=all; the summary's
+# optimizer-state bytes; bad input. Final states compared from merged checkpoints (h5py).
+source "$(dirname "$0")/lib.sh"
+HERE=$(dirname "$0")
+D="$WORK/d"
+run_np 1 data synthetic --out "$D" --n 768 --test-n 64 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+common=(--data "$D" --epochs 1 --lr 0.02 --seed 7 --log-every 1000 --weight-decay 1e-3)
+merged() { run_np 1 ckpt merge "$1" --out "$2" --full >/dev/null; }
+cmp_state() { /usr/bin/python3 "$HERE/compare_state.py" "$@"; }
+train() {  # train NAME NP ARGS...: a run into $WORK/NAME, merged to $WORK/NAME.h5
+  local name=$1 np=$2; shift 2
+  run_np "$np" train "${common[@]}" --ckpt-dir "$WORK/$name" --metrics "$WORK/$name.jsonl" "$@" \
+    >"$WORK/$name.txt" 2>&1 || { tail -5 "$WORK/$name.txt"; fail "$name"; }
+  merged "$WORK/$name" "$WORK/$name.h5"
+}
+
+# 1. Equivalence: --zero 1 == --zero 0, 30 steps, per-tensor relative norm <= 1e-6.
+for np in 2 4; do
+  for model in mlp cnn resnet; do
+    for opt in sgd adamw; do
+      a=(--model "$model" --optimizer "$opt" --batch-size $((16 / np)) --max-steps 30)
+      [ "$opt" = adamw ] && a+=(--lr 0.002)
+      train "$model-$opt-np$np-z0" "$np" "${a[@]}" --zero 0
+      train "$model-$opt-np$np-z1" "$np" "${a[@]}" --zero 1
+      cmp_state "$WORK/$model-$opt-np$np-z1.h5" "$WORK/$model-$opt-np$np-z0.h5" --rtol 1e-6 >"$WORK/cmp.txt" ||
+        { cat "$WORK/cmp.txt"; fail "$model $opt np$np: zero 1 != zero 0"; }
+      ok "$model $opt $np ranks: --zero 1 == --zero 0 ($(cut -c5- "$WORK/cmp.txt"))"
+    done
+  done
+done
+train mlp-np1-z0 1 --model mlp --optimizer adamw --lr 0.002 --batch-size 16 --max-steps 30 --zero 0
+train mlp-np1-z1 1 --model mlp --optimizer adamw --lr 0.002 --batch-size 16 --max-steps 30 --zero 1
+cmp_state "$WORK/mlp-np1-z1.h5" "$WORK/mlp-np1-z0.h5" --group model --group optim --rtol 1e-6 || fail "1 rank"
+ok "mlp adamw 1 rank: --zero 1 == --zero 0, model and optimizer state"
+# The whole optimizer state from merge --full equals DDP's, per parameter.
+cmp_state "$WORK/cnn-adamw-np4-z1.h5" "$WORK/cnn-adamw-np4-z0.h5" --group optim --rtol 1e-6 || fail "optim state"
+ok "merge --full of a 4-rank ZeRO checkpoint: optimizer state per parameter == DDP's"
+for extra in "--clip-grad-norm 0.05" "--grad-accum 2" "--amp bf16" "--sync-bn"; do
+  tag=$(echo "$extra" | tr -d ' -' | cut -c1-12)
+  # shellcheck disable=SC2086
+  train "x-$tag-z0" 2 --model cnn --optimizer adamw --lr 0.002 --batch-size 8 --max-steps 30 $extra --zero 0
+  # shellcheck disable=SC2086
+  train "x-$tag-z1" 2 --model cnn --optimizer adamw --lr 0.002 --batch-size 8 --max-steps 30 $extra --zero 1
+  cmp_state "$WORK/x-$tag-z1.h5" "$WORK/x-$tag-z0.h5" --rtol 1e-6 || fail "$extra"
+  ok "cnn adamw 2 ranks $extra: --zero 1 == --zero 0"
+done
+
+# 2. Resharding. Uninterrupted runs with checkpoints every 10 steps; resumes from step 10 or 20
+#    on another world size with the same global batch continue the same trajectory.
+r=(--model cnn --optimizer adamw --lr 0.002 --max-steps 30 --ckpt-every 10)
+train u4 4 "${r[@]}" --batch-size 4 --zero 1         # global 16, saved by 4 ranks
+train u2 2 "${r[@]}" --batch-size 6 --zero 1         # global 12, saved by 2 ranks
+train ud 2 "${r[@]}" --batch-size 8 --zero 0         # global 16, DDP
+resume() {  # resume NAME NP FROM ARGS...
+  local name=$1 np=$2 from=$3; shift 3
+  train "$name" "$np" "${r[@]}" --resume "$from" "$@"
+  grep -q "resumed from $from" "$WORK/$name.txt" || fail "$name did not resume"
+}
+resume same4 4 "$WORK/u4/step-00000010" --batch-size 4 --zero 1
+cmp_state "$WORK/same4.h5" "$WORK/u4.h5" --group model --group optim --exact || fail "same world not bitwise"
+ok "ZeRO 4 ranks -> 4 ranks: bitwise equal to the uninterrupted run"
+resume r42 2 "$WORK/u4/step-00000010" --batch-size 8 --zero 1
+cmp_state "$WORK/r42.h5" "$WORK/u4.h5" --group model --group optim --rtol 1e-5 || fail "4 -> 2"
+ok "ZeRO 4 -> 2 ranks continues as the uninterrupted run"
+resume r23 3 "$WORK/u2/step-00000010" --batch-size 4 --zero 1
+cmp_state "$WORK/r23.h5" "$WORK/u2.h5" --group model --group optim --rtol 1e-5 || fail "2 -> 3"
+ok "ZeRO 2 -> 3 ranks continues as the uninterrupted run"
+resume r31 1 "$WORK/r23/step-00000020" --batch-size 12 --zero 1
+cmp_state "$WORK/r31.h5" "$WORK/u2.h5" --group model --group optim --rtol 1e-5 || fail "3 -> 1"
+ok "ZeRO 3 -> 1 rank continues as the uninterrupted run"
+resume zd 2 "$WORK/u4/step-00000010" --batch-size 8 --zero 0
+cmp_state "$WORK/zd.h5" "$WORK/u4.h5" --group model --group optim --rtol 1e-5 || fail "ZeRO -> DDP"
+ok "ZeRO (4 ranks) -> DDP (2 ranks) continues as the uninterrupted run"
+resume dz 4 "$WORK/ud/step-00000010" --batch-size 4 --zero 1
+cmp_state "$WORK/dz.h5" "$WORK/ud.h5" --group model --group optim --rtol 1e-5 || fail "DDP -> ZeRO"
+ok "DDP (2 ranks) -> ZeRO (4 ranks) continues as the uninterrupted run"
+
+# 3. Every rank writes (ckpt_writers=all): the same checkpoint content, and it verifies.
+train w4 4 "${r[@]}" --batch-size 4 --zero 1 --ckpt-writers all
+run_np 1 ckpt verify "$WORK/w4" >/dev/null || fail "writers=all checkpoint does not verify"
+cmp_state "$WORK/w4.h5" "$WORK/u4.h5" --group model --group optim --exact || fail "writers=all differs"
+ok "--ckpt-writers all with --zero 1: verifies, bitwise equal to rank-0 writing"
+
+# 4. Optimizer state per rank: AdamW at 4 ranks is a quarter of DDP's (+ padding).
+/usr/bin/python3 - "$WORK/cnn-adamw-np4-z1.jsonl" "$WORK/cnn-adamw-np4-z0.jsonl" <<'PY' || fail "optimizer state bytes"
+import json, sys
+def summary(p):
+    return [json.loads(l) for l in open(p) if '"summary"' in l][-1]["summary"]
+z, d = summary(sys.argv[1]), summary(sys.argv[2])
+ratio = z["optim_state_bytes_per_rank"] / d["optim_state_bytes_per_rank"]
+assert z["zero"] == 1 and d["zero"] == 0, (z["zero"], d["zero"])
+assert 0.25 <= ratio <= 0.25 * 1.05, ratio
+print(f"ok: AdamW state per rank, 4 ranks: ZeRO {z['optim_state_bytes_per_rank']} B / DDP {d['optim_state_bytes_per_rank']} B = {ratio:.4f}")
+PY
+grep -q "state .* MiB per rank (ZeRO-1: 1/4" "$WORK/cnn-adamw-np4-z1.txt" || fail "config line lacks the optimizer state"
+
+# 5. Bad input: one line, exit 2.
+expect_error zero2 "ZeRO stage 2 .* not built" train "${common[@]}" --model mlp --zero 2
+expect_error zero3 "ZeRO stage 3 .* not built" train "${common[@]}" --model mlp --zero 3
+bad="$WORK/bad"
+cp -r "$WORK/u2" "$bad"
+/usr/bin/python3 - "$bad/step-00000010/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["meta"]["zero"]["world_size"] = 3   # the shards were written by 2 ranks
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect_error partition "partition" train "${common[@]}" --model cnn --optimizer adamw --batch-size 6 --zero 1 --resume "$bad/step-00000010"
