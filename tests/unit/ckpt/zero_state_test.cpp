@@ -16,7 +16,7 @@ struct Fixture {
   BucketPlan plan = make_bucket_plan(specs, 48, 40);  // two buckets
   CheckpointState canonical() const {
     CheckpointState st;
-    torch::manual_seed(5);
+    at::manual_seed(5);
     for (size_t i = 0; i < specs.size(); ++i) {
       st.tensors.emplace_back("model/" + specs[i].name, at::randn(shapes[i]));
       st.tensors.emplace_back("optim/" + specs[i].name + ".exp_avg", at::randn(shapes[i]));
