@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
-
 #include "comm/communicator.h"
 #include "comm/wait_meter.h"
 #include "ddp/ddp.h"
@@ -14,7 +12,6 @@ void StepStats::start(double data_wait_total) {
   t0_ = interval_t0_ = clock::now();
   data_wait_start_ = interval_data_wait0_ = data_wait_total_ = data_wait_total;
   interval_wait0_ = CollectiveWaitMeter::get().total_s();
-  interval_delay0_ = CollectiveWaitMeter::get().run_delay_s();
 }
 
 double StepStats::elapsed() const { return std::chrono::duration<double>(clock::now() - t0_).count(); }
@@ -37,9 +34,8 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   IntervalReport r;
   double dt = std::chrono::duration<double>(clock::now() - interval_t0_).count();
   // [loss sum, steps, then 5 slots per rank]: each rank fills its own slots, the sum gathers.
-  constexpr int kPerRank = 6;
-  CollectiveWaitMeter& meter = CollectiveWaitMeter::get();
-  const double wait_total = meter.total_s(), delay_total = meter.enabled() ? meter.run_delay_s() : 0;
+  constexpr int kPerRank = 5;
+  const double wait_total = CollectiveWaitMeter::get().total_s();
   at::Tensor sums = at::zeros({2 + kPerRank * world}, at::kDouble);
   double* v = sums.data_ptr<double>();
   if (loss_sum_.defined()) v[0] = loss_sum_.item<double>();
@@ -50,11 +46,7 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
     mine[1] = (data_wait_total_ - interval_data_wait0_) / interval_steps_;
     mine[2] = interval_optimizer_ / interval_steps_;
     mine[3] = interval_comm_wait_ / interval_steps_;
-    // In-collective time while runnable but off the CPU is this rank's own starvation, not a
-    // wait for the others (comm/wait_meter.h).
-    const double starved = std::max(0.0, delay_total - interval_delay0_);
-    mine[4] = std::max(0.0, wait_total - interval_wait0_ - starved) / interval_steps_;
-    mine[5] = starved / interval_steps_;
+    mine[4] = (wait_total - interval_wait0_) / interval_steps_;
   }
   comm.allreduce(sums, ReduceOp::kSum, "stats.loss")->wait();
   v = sums.data_ptr<double>();
@@ -68,7 +60,6 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
     one.optimizer_s = q[2];
     one.comm_blocked_s = q[3];
     one.wait_s = q[4];
-    one.cpu_starved_s = q[5];
     r.ranks.push_back(one);
   }
   if (dt > 0) {
@@ -81,7 +72,6 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   interval_steps_ = interval_rows_ = 0;
   interval_comm_wait_ = interval_optimizer_ = 0;
   interval_wait0_ = wait_total;  // this allreduce's own wait counts in the next interval
-  interval_delay0_ = delay_total;
   interval_data_wait0_ = data_wait_total_;
   interval_t0_ = clock::now();
   return r;

@@ -3,7 +3,7 @@
 //
 // Contract: close_interval() is collective: one small allreduce of [loss sum, loss count] and a
 // slot per rank that only that rank fills (so the sum is an allgather of every rank's interval
-// split: step, data wait, optimizer, comm-blocked, wait inside collectives, CPU starvation). The loss printed by
+// split: step, data wait, optimizer, comm-blocked, wait inside collectives). The loss printed by
 // rank 0 is the global mean over the interval and every rank knows every rank's split (the
 // straggler report); the other timing figures are this rank's. No other collective is added.
 #pragma once
@@ -58,7 +58,7 @@ class StepStats {
   int64_t interval_steps_ = 0, steps_ = 0, rows_ = 0, interval_rows_ = 0;
   double data_wait_total_ = 0, data_wait_start_ = 0, interval_data_wait0_ = 0;
   double comm_wait_ = 0, interval_comm_wait_ = 0, interval_optimizer_ = 0;
-  double interval_wait0_ = 0, interval_delay0_ = 0;  // CollectiveWaitMeter at the interval's start
+  double interval_wait0_ = 0;  // CollectiveWaitMeter total at the interval's start
   double last_loss_ = 0;
   int world_ = 1;
 };

@@ -46,7 +46,7 @@ std::optional<StragglerFinding> classify_straggler(const std::vector<RankSplit>&
     if (ranks[r].wait_s < ranks[s].wait_s) s = r;
   auto wait = [](const RankSplit& r) { return r.wait_s; };
   auto data = [](const RankSplit& r) { return r.data_wait_s; };
-  auto compute = [](const RankSplit& r) { return r.cpu_s(); };
+  auto compute = [](const RankSplit& r) { return r.compute_s(); };
   std::vector<double> steps;
   for (const RankSplit& r : ranks) steps.push_back(r.step_s);
   StragglerFinding f;
@@ -55,14 +55,14 @@ std::optional<StragglerFinding> classify_straggler(const std::vector<RankSplit>&
   if (f.cost_s <= threshold * median(steps)) return std::nullopt;
   const double data_med = others_median(ranks, s, data), compute_med = others_median(ranks, s, compute);
   const double extra_data = ranks[s].data_wait_s - data_med;
-  const double extra_compute = ranks[s].cpu_s() - compute_med;
+  const double extra_compute = ranks[s].compute_s() - compute_med;
   if (extra_data >= 0.5 * f.cost_s && extra_data >= extra_compute) {
     f.cause = StragglerCause::kData;
     f.value_s = ranks[s].data_wait_s;
     f.median_s = data_med;
   } else if (extra_compute >= 0.5 * f.cost_s) {
     f.cause = StragglerCause::kCompute;
-    f.value_s = ranks[s].cpu_s();
+    f.value_s = ranks[s].compute_s();
     f.median_s = compute_med;
   } else {
     f.cause = std::max(extra_data, extra_compute) < 0.25 * f.cost_s ? StragglerCause::kComm
@@ -89,19 +89,17 @@ nlohmann::json splits_json(const std::vector<RankSplit>& ranks) {
   nlohmann::json a = nlohmann::json::array();
   for (const RankSplit& r : ranks)
     a.push_back({{"step_s", r.step_s}, {"data_wait_s", r.data_wait_s}, {"compute_s", r.compute_s()},
-                 {"optimizer_s", r.optimizer_s}, {"comm_blocked_s", r.comm_blocked_s}, {"wait_s", r.wait_s},
-                 {"cpu_starved_s", r.cpu_starved_s}});
+                 {"optimizer_s", r.optimizer_s}, {"comm_blocked_s", r.comm_blocked_s}, {"wait_s", r.wait_s}});
   return a;
 }
 
 std::string splits_line(const std::vector<RankSplit>& ranks) {
-  std::string out = "step/data-wait/compute/comm-blocked/collective-wait/cpu-starved ms per step:";
+  std::string out = "step/data-wait/compute/comm-blocked/collective-wait ms per step:";
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankSplit& k = ranks[r];
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "%s r%zu %.1f/%.1f/%.1f/%.1f/%.1f/%.1f", r ? "," : "", r, k.step_s * 1e3,
-                  k.data_wait_s * 1e3, k.compute_s() * 1e3, k.comm_blocked_s * 1e3, k.wait_s * 1e3,
-                  k.cpu_starved_s * 1e3);
+    std::snprintf(buf, sizeof(buf), "%s r%zu %.1f/%.1f/%.1f/%.1f/%.1f", r ? "," : "", r, k.step_s * 1e3,
+                  k.data_wait_s * 1e3, k.compute_s() * 1e3, k.comm_blocked_s * 1e3, k.wait_s * 1e3);
     out += buf;
   }
   return out;

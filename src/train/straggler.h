@@ -10,7 +10,7 @@
 // - The cause compares the rank's own split with the others' medians:
 //   `data` when its extra data wait explains at least half the cost (and more than its extra
 //   compute), `compute` when its extra compute (step minus data wait minus comm-blocked:
-//   forward, backward and optimizer; plus its comm thread's CPU starvation) does; `comm` when neither explains even a quarter of it
+//   forward, backward and optimizer) does; `comm` when neither explains even a quarter of it
 //   (it computes and loads as fast as the others, yet they wait for its data: its messages
 //   travel slowly); `unknown` otherwise.
 #pragma once
@@ -29,13 +29,9 @@ struct RankSplit {
   double data_wait_s = 0;     // waiting for the loader
   double optimizer_s = 0;     // unscale, clipping, optimizer step, zero_grad
   double comm_blocked_s = 0;  // the training thread blocked on gradient communication
-  double wait_s = 0;          // inside collectives (comm thread) waiting for others, see above
-  double cpu_starved_s = 0;   // comm thread runnable but off the CPU inside collectives
+  double wait_s = 0;          // inside collectives (comm thread), see above
   // The training thread's own work: forward, backward and optimizer.
   double compute_s() const;
-  // What the cause `compute` compares: compute_s() plus CPU starvation of the comm thread (a
-  // rank sharing its core is slow in both).
-  double cpu_s() const { return compute_s() + cpu_starved_s; }
 };
 
 enum class StragglerCause { kData, kCompute, kComm, kUnknown };
@@ -54,10 +50,9 @@ std::optional<StragglerFinding> classify_straggler(const std::vector<RankSplit>&
 
 // "rank 1 on node1 (+12.4 ms/step, compute 61.0 ms vs median 45.0 ms)"
 std::string describe_straggler(const StragglerFinding& f, const std::string& host);
-// [{"step_s", "data_wait_s", "compute_s", "optimizer_s", "comm_blocked_s", "wait_s",
-//   "cpu_starved_s"}, ...]
+// [{"step_s", "data_wait_s", "compute_s", "optimizer_s", "comm_blocked_s", "wait_s"}, ...]
 nlohmann::json splits_json(const std::vector<RankSplit>& ranks);
-// "step/data-wait/compute/comm-blocked/collective-wait/cpu-starved ms per step: r0 45.1/0.2/40.3/4.6/5.0/0.0, r1 ..."
+// "step/data-wait/compute/comm-blocked/collective-wait ms per step: r0 45.1/0.2/40.3/4.6/5.0, r1 ..."
 std::string splits_line(const std::vector<RankSplit>& ranks);
 
 }  // namespace hpctrain

@@ -57,10 +57,6 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
 }
 
 void CommThread::loop() {
-  CollectiveWaitMeter::get().register_thread();
-  struct Unregister {
-    ~Unregister() { CollectiveWaitMeter::get().unregister_thread(); }
-  } unregister;
   for (;;) {
     Job job;
     Hook on_start, on_end;
