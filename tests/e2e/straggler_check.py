@@ -42,5 +42,6 @@ if ("slowest: rank %d on %s" % (a.rank, s["host"])) not in line:
 if not summary.get("straggler") or summary["straggler"]["rank"] != a.rank:
     sys.exit("FAIL: summary straggler %r, expected rank %d" % (summary.get("straggler"), a.rank))
 print("ok: step %d: %s" % (hit["step"], line[line.index("slowest:"):]))
+print("ok: split at step %d (ms/step): %s" % (hit["step"], splits(hit)))
 print("ok: metrics straggler %s" % json.dumps({k: s[k] for k in ("rank", "host", "cost_ms_per_step", "cause")}))
 print("ok: summary %s" % json.dumps(summary["straggler"]))
