@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "comm/comm_settings.h"
+#include "comm/hang_note.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
 
@@ -234,6 +235,8 @@ void Watchdog::report_and_abort(const OverdueOp& op,
   OverdueOp o = op;
   o.deadline_s = timeout_s_;
   std::string line = "hpctrain: " + format_timeout_report(rank_, o, peers) + "\n";
+  if (std::string note = hang_note(); !note.empty())
+    line += "hpctrain: rank " + std::to_string(rank_) + ": " + note + "\n";
   std::fflush(stdout);
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);

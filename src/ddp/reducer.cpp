@@ -6,6 +6,7 @@
 
 #include "ddp/zero_partition.h"
 #include "runtime/check.h"
+#include "runtime/trace.h"
 
 namespace hpctrain {
 
@@ -129,7 +130,10 @@ void Reducer::finalize() {
   auto works = works_;
   lk.unlock();
   auto t0 = std::chrono::steady_clock::now();
-  for (auto& w : works) w->wait();
+  {
+    TraceSpan blocked("comm_blocked", "wait");  // the training thread waits for the buckets
+    for (auto& w : works) w->wait();
+  }
   stats_.finalize_wait_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.buckets = static_cast<int>(plan_.buckets.size());

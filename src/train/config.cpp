@@ -184,6 +184,7 @@ const std::vector<FieldSpec>& config_fields() {
       {"log_every", K::kInt, "progress/metrics interval in steps", {}, 1, 1e12},
       {"collective_timeout", K::kFloat, "seconds before a stuck collective aborts the job", {}, 0, 1e9, true},
       {"debug_collectives", K::kBool, "compare collective fingerprints across ranks"},
+      {"straggler_threshold", K::kFloat, "name a rank that costs the job more than this share of the step time (0: off)", {}, 0, 1},
   };
   return fields;
 }
@@ -237,7 +238,8 @@ TrainConfig load_config(const std::string& toml_path,
   X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(zero) X(device) X(sync_bn) X(amp) X(bucket_mb) \
   X(prefetch) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \
   X(ckpt_async) X(ckpt_compress) X(ckpt_writers) X(resume) X(seed) X(metrics) X(trace)     \
-  X(tensorboard) X(log_every) X(collective_timeout) X(debug_collectives)
+  X(tensorboard) X(log_every) X(collective_timeout) X(debug_collectives)        \
+  X(straggler_threshold)
 
 nlohmann::json TrainConfig::to_json() const {
   json j;

@@ -62,6 +62,7 @@ struct TrainConfig {
   int64_t log_every = 50;
   double collective_timeout = 300;
   bool debug_collectives = false;
+  double straggler_threshold = 0.05;  // report a rank costing > this x step time (0: off)
 
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);  // validated values only

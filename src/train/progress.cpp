@@ -62,11 +62,12 @@ void Reporter::progress(const ProgressLine& p) {
                 (long long)p.epoch, (long long)p.epochs, (long long)p.step, (long long)p.total_steps,
                 p.loss, p.lr, p.samples_per_s, p.data_wait_pct, p.comm_wait_pct,
                 format_duration(p.eta_s).c_str());
+  std::string line = p.note.empty() ? std::string(buf) : std::string(buf) + " | " + p.note;
   if (tty_) {
-    std::printf("\r\033[K%s", buf);
+    std::printf("\r\033[K%s", line.c_str());
     live_ = true;
   } else {
-    std::printf("%s\n", buf);
+    std::printf("%s\n", line.c_str());
   }
   std::fflush(stdout);
 }

@@ -5,8 +5,9 @@
 //   lines when stdout is not a terminal (Slurm logs), one updating line when it is.
 // - The metrics file (JSON lines) starts with {"type":"config",...} holding the effective
 //   configuration, then one {"type":"train",...} per log interval (with "per_rank": rank r's
-//   step_s, data_wait_s, comm_blocked_s per step over the interval, and "loss_scale" under
-//   fp16) and one {"type":"eval",...} per evaluation, one {"type":"checkpoint","step","stall_ms","write_ms","bytes","async",
+//   step_s, data_wait_s, compute_s, optimizer_s, comm_blocked_s, wait_s per step over the
+//   interval, "straggler" when a rank is named (train/straggler_watch.h), and "loss_scale"
+//   under fp16) and one {"type":"eval",...} per evaluation, one {"type":"checkpoint","step","stall_ms","write_ms","bytes","async",
 //   "final"} per committed checkpoint (stall: time the training loop was blocked by it; write:
 //   the write itself, in the background when async; final: the save at the end of the run or
 //   at preemption), and {"type":"summary",...} at the end. Lines are flushed as written.
@@ -28,6 +29,7 @@ class TensorBoardSink;
 struct ProgressLine {
   int64_t epoch, epochs, step, total_steps;
   double loss, lr, samples_per_s, data_wait_pct, comm_wait_pct, eta_s;
+  std::string note = {};  // appended after " | " when not empty (e.g. the straggler report)
 };
 
 class Reporter {

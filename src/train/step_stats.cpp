@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "comm/communicator.h"
+#include "comm/wait_meter.h"
 #include "ddp/ddp.h"
 
 namespace hpctrain {
@@ -10,6 +11,7 @@ namespace hpctrain {
 void StepStats::start(double data_wait_total) {
   t0_ = interval_t0_ = clock::now();
   data_wait_start_ = interval_data_wait0_ = data_wait_total_ = data_wait_total;
+  interval_wait0_ = CollectiveWaitMeter::get().total_s();
 }
 
 double StepStats::elapsed() const { return std::chrono::duration<double>(clock::now() - t0_).count(); }
@@ -31,8 +33,9 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   world_ = world;
   IntervalReport r;
   double dt = std::chrono::duration<double>(clock::now() - interval_t0_).count();
-  // [loss sum, steps, then 3 slots per rank]: each rank fills its own slots, the sum gathers.
-  constexpr int kPerRank = 3;
+  // [loss sum, steps, then 5 slots per rank]: each rank fills its own slots, the sum gathers.
+  constexpr int kPerRank = 5;
+  const double wait_total = CollectiveWaitMeter::get().total_s();
   at::Tensor sums = at::zeros({2 + kPerRank * world}, at::kDouble);
   double* v = sums.data_ptr<double>();
   if (loss_sum_.defined()) v[0] = loss_sum_.item<double>();
@@ -41,7 +44,9 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
     double* mine = v + 2 + kPerRank * comm.rank();
     mine[0] = dt / interval_steps_;
     mine[1] = (data_wait_total_ - interval_data_wait0_) / interval_steps_;
-    mine[2] = interval_comm_wait_ / interval_steps_;
+    mine[2] = interval_optimizer_ / interval_steps_;
+    mine[3] = interval_comm_wait_ / interval_steps_;
+    mine[4] = (wait_total - interval_wait0_) / interval_steps_;
   }
   comm.allreduce(sums, ReduceOp::kSum, "stats.loss")->wait();
   v = sums.data_ptr<double>();
@@ -49,7 +54,13 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   last_loss_ = r.loss;
   for (int k = 0; k < world; ++k) {
     const double* q = v + 2 + kPerRank * k;
-    r.ranks.push_back({q[0], q[1], q[2]});
+    RankSplit one;
+    one.step_s = q[0];
+    one.data_wait_s = q[1];
+    one.optimizer_s = q[2];
+    one.comm_blocked_s = q[3];
+    one.wait_s = q[4];
+    r.ranks.push_back(one);
   }
   if (dt > 0) {
     r.samples_per_s = static_cast<double>(interval_rows_) * world / dt;
@@ -59,18 +70,14 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
   r.step_s = interval_steps_ ? dt / interval_steps_ : 0;
   loss_sum_ = at::Tensor();
   interval_steps_ = interval_rows_ = 0;
-  interval_comm_wait_ = 0;
+  interval_comm_wait_ = interval_optimizer_ = 0;
+  interval_wait0_ = wait_total;  // this allreduce's own wait counts in the next interval
   interval_data_wait0_ = data_wait_total_;
   interval_t0_ = clock::now();
   return r;
 }
 
-nlohmann::json IntervalReport::per_rank_json() const {
-  nlohmann::json a = nlohmann::json::array();
-  for (const RankInterval& k : ranks)
-    a.push_back({{"step_s", k.step_s}, {"data_wait_s", k.data_wait_s}, {"comm_blocked_s", k.comm_blocked_s}});
-  return a;
-}
+nlohmann::json IntervalReport::per_rank_json() const { return splits_json(ranks); }
 
 double StepStats::mean_step_seconds() const { return steps_ ? elapsed() / steps_ : 0; }
 

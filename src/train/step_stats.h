@@ -1,9 +1,11 @@
 // StepStats: the trainer's running numbers (loss, throughput, data wait, comm-blocked time)
 // per log interval and for the whole run.
 //
-// Contract: close_interval() is collective (one small allreduce of [loss sum, loss count] and
-// every rank's three interval timings) so the loss printed by rank 0 is the global mean over the
-// interval and rank 0 knows each rank's step time; the other timing figures are rank 0's.
+// Contract: close_interval() is collective: one small allreduce of [loss sum, loss count] and a
+// slot per rank that only that rank fills (so the sum is an allgather of every rank's interval
+// split: step, data wait, optimizer, comm-blocked, wait inside collectives). The loss printed by
+// rank 0 is the global mean over the interval and every rank knows every rank's split (the
+// straggler report); the other timing figures are this rank's. No other collective is added.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,21 +15,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/straggler.h"
+
 namespace hpctrain {
 
 class Communicator;
 struct DdpStepStats;
 
-// One rank's interval, per optimizer step: wall time, time waiting for data, time blocked on
-// gradient communication (the rest is compute).
-struct RankInterval {
-  double step_s = 0, data_wait_s = 0, comm_blocked_s = 0;
-};
+// One rank's interval, per optimizer step: wall time, data wait, optimizer, time blocked on
+// gradient communication, and time inside collectives (train/straggler.h).
+using RankInterval = RankSplit;
 
 struct IntervalReport {
   double loss = 0, samples_per_s = 0, data_wait_pct = 0, comm_wait_pct = 0, step_s = 0;
   std::vector<RankInterval> ranks;  // indexed by rank
-  // [{"step_s", "data_wait_s", "comm_blocked_s"}, ...]: the metrics record's "per_rank".
+  // [{"step_s", "data_wait_s", "compute_s", "optimizer_s", "comm_blocked_s", "wait_s"}, ...]:
+  // the metrics record's "per_rank".
   nlohmann::json per_rank_json() const;
 };
 
@@ -36,6 +39,7 @@ class StepStats {
   void start(double data_wait_total);
   void add_loss(const at::Tensor& loss);  // a micro-batch's (already weighted) loss
   void add_step(int64_t local_rows, const DdpStepStats& ddp);
+  void add_optimizer(double seconds) { interval_optimizer_ += seconds; }
   void set_data_wait(double data_wait_total) { data_wait_total_ = data_wait_total; }
   IntervalReport close_interval(Communicator& comm, int world);
 
@@ -53,7 +57,8 @@ class StepStats {
   at::Tensor loss_sum_;  // on the loss's device; read once per interval
   int64_t interval_steps_ = 0, steps_ = 0, rows_ = 0, interval_rows_ = 0;
   double data_wait_total_ = 0, data_wait_start_ = 0, interval_data_wait0_ = 0;
-  double comm_wait_ = 0, interval_comm_wait_ = 0;
+  double comm_wait_ = 0, interval_comm_wait_ = 0, interval_optimizer_ = 0;
+  double interval_wait0_ = 0;  // CollectiveWaitMeter total at the interval's start
   double last_loss_ = 0;
   int world_ = 1;
 };

@@ -12,6 +12,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "comm/router.h"
+#include "comm/wait_meter.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
@@ -63,6 +64,12 @@ void Trainer::State::setup() {
   if (cfg.collective_timeout != CommSettings::kDefaultTimeoutS) cs.collective_timeout_s = cfg.collective_timeout;
   if (cfg.debug_collectives) cs.debug_collectives = true;
   comm = std::make_unique<DeviceRouter>(world.comm(), dev.cuda ? dev.index : -1, cs);
+  // Per-rank wait accounting for the straggler report (off with --straggler-threshold 0).
+  CollectiveWaitMeter::get().enable(cfg.straggler_threshold > 0);
+  straggler = std::make_unique<StragglerWatch>(
+      cfg.straggler_threshold,
+      cfg.straggler_threshold > 0 ? gather_hostnames(*comm, world.hostname()) : std::vector<std::string>{},
+      world.rank());
   if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
   install_preemption_handlers();
 
@@ -194,9 +201,11 @@ void Trainer::State::train_step(const Batch& b) {
     stats.add_loss(loss.detach());
   }
   TraceSpan span("optimizer", "compute");
+  const auto t_opt = std::chrono::steady_clock::now();
   bool finite = opt->step(scaler, cfg.clip_grad_norm);
   scaler.update(!finite);
   ddp->zero_grad();
+  stats.add_optimizer(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count());
   stats.add_step(b.images.size(0), ddp->last_step());
 }
 
@@ -223,13 +232,14 @@ void Trainer::State::log_interval(int64_t epoch) {
   ProgressLine p{epoch + 1, cfg.epochs, step, total_steps, iv.loss, sched->lr_at(step - 1),
                  iv.samples_per_s, iv.data_wait_pct, iv.comm_wait_pct,
                  step_time * static_cast<double>(total_steps - step)};
-  rep->progress(p);
   nlohmann::json rec = {{"type", "train"}, {"step", step}, {"epoch", epoch}, {"lr", p.lr},
                         {"loss", iv.loss}, {"samples_per_s", iv.samples_per_s},
                         {"data_wait_pct", iv.data_wait_pct}, {"comm_blocked_pct", iv.comm_wait_pct},
                         {"step_s", iv.step_s}, {"peak_mem_mb", peak_memory_mb(dev)},
                         {"per_rank", iv.per_rank_json()}};
   if (scaler.enabled()) rec["loss_scale"] = scaler.scale();
+  straggler->annotate(iv.ranks, p.note, rec);
+  rep->progress(p);
   rep->metrics(rec);
 }
 
@@ -251,7 +261,7 @@ nlohmann::json Trainer::run() {
       if (s.step >= s.total_steps) break;
       std::optional<Batch> batch;
       {
-        TraceSpan span("data_wait", "data");
+        TraceSpan span("data_wait", "wait");
         batch = s.train->next();
       }
       if (!batch) break;
@@ -326,7 +336,8 @@ nlohmann::json Trainer::run() {
                             {"peak_mem_mb_per_rank", peaks},
                             {"zero", s.cfg.zero},
                             {"optim_state_bytes_per_rank", s.opt->state_bytes()},
-                            {"wall_s", wall}};
+                            {"wall_s", wall},
+                            {"straggler", s.straggler->summary()}};
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());
   s.rep->metrics({{"type", "summary"}, {"summary", summary}});
   return summary;

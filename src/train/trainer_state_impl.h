@@ -24,6 +24,7 @@
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/step_stats.h"
+#include "train/straggler_watch.h"
 #include "train/train_optimizer.h"
 #include "train/trainer.h"
 
@@ -50,6 +51,7 @@ struct Trainer::State {
   std::optional<SamplerPosition> resume_pos;
   std::map<int64_t, double> capture_s;  // checkpoint step -> time to gather its state (stall)
   StepStats stats;
+  std::unique_ptr<StragglerWatch> straggler;
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
   int64_t step = 0, start_epoch = 0;
   bool devices_checked = false;

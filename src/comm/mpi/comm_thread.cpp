@@ -1,7 +1,9 @@
 #include "comm/mpi/comm_thread.h"
 
+#include <chrono>
 #include <optional>
 
+#include "comm/wait_meter.h"
 #include "runtime/trace.h"
 
 namespace hpctrain {
@@ -71,9 +73,16 @@ void CommThread::loop() {
     try {
       if (on_start) on_start(job.info);
       // The timeline shows each collective on the comm thread's row (tid 1).
+      // Its span is this rank's wait in the collective (category "comm.wait").
       std::optional<TraceSpan> span;
-      if (Tracer::get().enabled()) span.emplace(job.info.tag.empty() ? job.info.op : job.info.tag, "comm", 1);
+      if (Tracer::get().enabled()) span.emplace(job.info.tag.empty() ? job.info.op : job.info.tag, "comm.wait", 1);
+      // The op's run time here is its wait: it starts once submitted and every earlier op is
+      // done, and ends when its data has arrived (comm/wait_meter.h).
+      CollectiveWaitMeter& meter = CollectiveWaitMeter::get();
+      const bool timed = meter.enabled();
+      const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       job.fn();
+      if (timed) meter.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } catch (...) {
       err = std::current_exception();
     }

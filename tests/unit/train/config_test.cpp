@@ -55,11 +55,18 @@ TEST(Config, OutOfRangeValuesAreRejected) {
   for (auto [key, val, word] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"batch_size", "0", "--batch-size"}, {"batch_size", "-4", "--batch-size"},
            {"lr", "0", "--lr"}, {"lr", "-1", "--lr"}, {"epochs", "0", "--epochs"},
-           {"bucket_mb", "0", "--bucket-mb"}, {"grad_accum", "0", "--grad-accum"}}) {
+           {"bucket_mb", "0", "--bucket-mb"}, {"grad_accum", "0", "--grad-accum"},
+           {"straggler_threshold", "-0.1", "--straggler-threshold"},
+           {"straggler_threshold", "1.5", "--straggler-threshold"}}) {
     auto msg = error_of("", {{"data", "/d"}, {key, val}});
     EXPECT_NE(msg.find(word), std::string::npos) << msg;
     EXPECT_NE(msg.find("out of range"), std::string::npos) << msg;
   }
+}
+
+TEST(Config, StragglerThresholdDefaultsTo5PercentAndZeroTurnsItOff) {
+  EXPECT_DOUBLE_EQ(load_config("", {{"data", "/d"}}).straggler_threshold, 0.05);
+  EXPECT_DOUBLE_EQ(load_config("", {{"data", "/d"}, {"straggler_threshold", "0"}}).straggler_threshold, 0.0);
 }
 
 TEST(Config, ChoicesListTheAllowedValues) {
