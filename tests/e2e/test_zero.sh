@@ -117,4 +117,4 @@ m = json.load(open(sys.argv[1]))
 m["meta"]["zero"]["world_size"] = 3   # the shards were written by 2 ranks
 json.dump(m, open(sys.argv[1], "w"))
 PY
-expect_error partition "partition" train "${common[@]}" --model cnn --optimizer adamw --batch-size 6 --zero 1 --resume "$bad/step-00000010"
+expect_error partition "partition" train "${common[@]}" --model mlp --optimizer adamw --batch-size 6 --zero 1 --resume "$bad/step-00000010"
