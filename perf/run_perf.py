@@ -62,16 +62,20 @@ def main():
     args = ap.parse_args()
     rounds = 3 if args.quick else 5
     steps = "20" if args.quick else "40"
-    class Rows(list):
+    class Rows(list):  # each row tagged with what it measures: the product or a microbenchmark
+        kind = ""
         def append(self, r):
+            r = (self.kind,) + tuple(r)
             print("| " + " | ".join(r) + " |", flush=True)
             super().append(r)
     rows = Rows()
     only = args.only.split(",")
     if "train" in only:
         import train_bench
+        rows.kind = "product: `hpctrain train`"
         for row in train_bench.figures(args.data, quick=args.quick, raw=RAW):
             rows.append(row)
+    rows.kind = "microbenchmark: perf/ddp_bench"
     if "ddp" in only:
         base = ["--model", "cnn", "--batch", "64", "--steps", steps]
         d, p, r = paired(lambda: ddp_bench(1, *base, "--mode", "ddp"), lambda: ddp_bench(1, *base, "--mode", "plain"), rounds)
@@ -102,6 +106,7 @@ def main():
                 rows.append((f"microbenchmark ddp_bench / PyTorch DDP gloo, fixed batch ({model}, {n} rank{'s' if n > 1 else ''})", f"{1/r:.2f}", goal,
                              f"step {a*1e3:.2f} ms vs {b*1e3:.2f} ms"))
     if "allreduce" in only:
+        rows.kind = "microbenchmark: `hpctrain bench allreduce`"
         ratios = []
         for _ in range(2):
             for l in run_json(MPI + ["-np", "2", os.path.join(BUILD, "hpctrain"), "bench", "allreduce", "--min-bytes", str(4 << 20)]):
@@ -114,7 +119,7 @@ def main():
     with open(os.path.join(out, f"perf-{stamp}.jsonl"), "w") as f:
         for r in RAW:
             f.write(json.dumps(r) + "\n")
-    md = ["| figure | value | goal | detail |", "|---|---|---|---|"] + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    md = ["| measures | figure | value | goal | detail |", "|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows]
     text = f"Measured {stamp} on {os.cpu_count()} cores, 1 thread per rank, torch {subprocess.run([VENV_PY, '-c', 'import torch;print(torch.__version__)'], capture_output=True, text=True).stdout.strip()}\n\n" + "\n".join(md) + "\n"
     open(os.path.join(out, f"perf-{stamp}.md"), "w").write(text)
     print(text)

@@ -1,7 +1,7 @@
 """End-to-end figures of what users run: `hpctrain train` vs PyTorch DDP (gloo).
 
 Used by perf/run_perf.py (section `train`); alone:
-    /usr/bin/python3 perf/train_bench.py figures [--quick] [--data DIR]
+    /usr/bin/python3 perf/train_bench.py figures [--quick] [--data DIR] [--bin HPCTRAIN] [--env K=V ...] [--raw OUT.jsonl]
     /usr/bin/python3 perf/train_bench.py ab --a-bin BIN_A --b-bin BIN_B [--a-env K=V ...] [--b-env K=V ...]
                                           [--ranks 2] [--model cnn] [--rounds 5] [--steps 300]
 `ab` alternates two builds/settings of `hpctrain train` (A B A B ...) and prints the median of
@@ -86,10 +86,10 @@ def hp_train(n, model, data, steps, raw=None, binary=None, env=None):
     return _finish(_start_train(n, model, data, steps, binary, env), n, raw, env)
 
 
-def hp_two_solo(model, data, steps, raw=None):
+def hp_two_solo(model, data, steps, raw=None, binary=None, env=None):
     """Two independent 1-rank runs at once (cores 0 and 1); returns their summed throughput."""
-    s = [_start_train(1, model, data, steps, cpu=c) for c in (0, 1)]
-    rs = [_finish(x, 1, raw) for x in s]
+    s = [_start_train(1, model, data, steps, binary, env, cpu=c) for c in (0, 1)]
+    rs = [_finish(x, 1, raw, env) for x in s]
     return {"samples_per_s": sum(r["samples_per_s"] for r in rs), "step_s": statistics.fmean(r["step_s"] for r in rs)}
 
 
@@ -125,21 +125,21 @@ def ensure_data(data):
     return d
 
 
-def figures(data, quick=False, raw=None):
+def figures(data, quick=False, raw=None, binary=None, env=None):
     """Yields the table rows (figure, value, goal, detail)."""
     data = ensure_data(data)
     h5 = os.path.join(data, "train.h5")
-    rounds, steps = (3, 100) if quick else (5, 300)
-    a, b, r = interleave(lambda: hp_train(2, "cnn", data, steps, raw), lambda: torch_ddp(2, "cnn", steps, h5, raw), rounds)
+    rounds, steps = (2, 100) if quick else (3, 300)
+    a, b, r = interleave(lambda: hp_train(2, "cnn", data, steps, raw, binary, env), lambda: torch_ddp(2, "cnn", steps, h5, raw), rounds)
     yield ("`hpctrain train` / PyTorch DDP gloo, same train.h5 (cnn, 2 ranks)", f"{r:.2f}", ">= 1.10",
            f"{a:.0f} vs {b:.0f} samples/s")
-    a, b, r = interleave(lambda: hp_train(2, "cnn", data, steps, raw), lambda: torch_ddp(2, "cnn", steps, None, raw), rounds)
+    a, b, r = interleave(lambda: hp_train(2, "cnn", data, steps, raw, binary, env), lambda: torch_ddp(2, "cnn", steps, None, raw), rounds)
     yield ("`hpctrain train` / PyTorch DDP gloo on one fixed in-memory batch (cnn, 2 ranks)", f"{r:.2f}", ">= 1.00",
            f"{a:.0f} vs {b:.0f} samples/s (PyTorch pays no data cost)")
-    a, b, r = interleave(lambda: hp_train(2, "cnn", data, steps, raw), lambda: hp_two_solo("cnn", data, steps, raw), rounds)
+    a, b, r = interleave(lambda: hp_train(2, "cnn", data, steps, raw, binary, env), lambda: hp_two_solo("cnn", data, steps, raw, binary, env), rounds)
     yield ("weak scaling, `hpctrain train` cnn: 2 ranks / (2 x 1 rank at once)", f"{r:.3f}", ">= 0.97",
            f"{a:.0f} vs {b:.0f} samples/s")
-    a, b, r = interleave(lambda: hp_train(2, "mlp", data, steps, raw), lambda: torch_ddp(2, "mlp", steps, h5, raw), rounds)
+    a, b, r = interleave(lambda: hp_train(2, "mlp", data, steps, raw, binary, env), lambda: torch_ddp(2, "mlp", steps, h5, raw), rounds)
     yield ("`hpctrain train` / PyTorch DDP gloo, same train.h5 (mlp, 2 ranks)", f"{r:.2f}", ">= 1.9",
            f"{a:.0f} vs {b:.0f} samples/s")
 
@@ -150,6 +150,9 @@ def main():
     f = sub.add_parser("figures")
     f.add_argument("--quick", action="store_true")
     f.add_argument("--data", default=os.environ.get("HPCTRAIN_DATA", ""))
+    f.add_argument("--bin", default=None, help="the hpctrain binary (default build/hpctrain)")
+    f.add_argument("--env", action="append", default=[], help="K=V for every hpctrain run (e.g. HPCTRAIN_SHM_ALLREDUCE=0)")
+    f.add_argument("--raw", default="", help="write every measurement to this JSONL file")
     x = sub.add_parser("ab")
     x.add_argument("--a-bin"), x.add_argument("--b-bin")
     x.add_argument("--a-env", action="append", default=[]), x.add_argument("--b-env", action="append", default=[])
@@ -161,8 +164,11 @@ def main():
     a = ap.parse_args()
     raw = []
     if a.cmd == "figures":
-        for row in figures(a.data, a.quick, raw):
+        for row in figures(a.data, a.quick, raw, a.bin, dict(s.split("=", 1) for s in a.env)):
             print("| " + " | ".join(row) + " |", flush=True)
+        if a.raw:
+            with open(a.raw, "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in raw)
     else:
         data = ensure_data(a.data)
         kv = lambda l: dict(s.split("=", 1) for s in l)
