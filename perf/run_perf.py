@@ -19,6 +19,8 @@ Figures:
 """
 import argparse, datetime, json, os, random, statistics, subprocess, sys
 
+import train_bench  # perf/train_bench.py: the product rows and the interleaving
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("HPCTRAIN_BUILD_DIR", os.path.join(ROOT, "build"))
 VENV_PY = os.path.join(os.environ.get("HPCTRAIN_HOME", os.path.expanduser("~/.cache/hpctrain")), "venv/bin/python")
@@ -46,11 +48,7 @@ def ddp_bench(n, *args, env=None):
 
 def paired(fa, fb, rounds):
     """Alternates fa, fb; returns (median of fa's step_s, median of fb's, median of ratios)."""
-    a, b = [], []
-    for _ in range(rounds):
-        a.append(fa()["step_s"])
-        b.append(fb()["step_s"])
-    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
+    return train_bench.interleave(fa, fb, rounds, key="step_s")
 
 
 def main():
@@ -71,7 +69,6 @@ def main():
     rows = Rows()
     only = args.only.split(",")
     if "train" in only:
-        import train_bench
         rows.kind = "product: `hpctrain train`"
         for row in train_bench.figures(args.data, quick=args.quick, raw=RAW):
             rows.append(row)

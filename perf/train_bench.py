@@ -107,12 +107,12 @@ def torch_ddp(n, model, steps, h5=None, raw=None):
     return lines[-1]
 
 
-def interleave(fa, fb, rounds):
-    """A B A B ...; returns (median A samples/s, median B samples/s, median of the A/B ratios)."""
+def interleave(fa, fb, rounds, key="samples_per_s"):
+    """A B A B ...; returns (median A `key`, median B `key`, median of the A/B ratios)."""
     a, b = [], []
     for _ in range(rounds):
-        a.append(fa()["samples_per_s"])
-        b.append(fb()["samples_per_s"])
+        a.append(fa()[key])
+        b.append(fb()[key])
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
 
 
