@@ -40,7 +40,7 @@ for v in OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS; do
   flags+=(-x "$v")
 done
 # Pass the usual network/debug knobs through when the user set them.
-for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES; do
+for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES HPCTRAIN_SHM_ALLREDUCE; do
   [ -n "${!v:-}" ] && flags+=(-x "$v")
 done
 [ -n "$hostfile" ] || exec mpirun "${flags[@]}" "$BIN" "$@"

@@ -4,7 +4,9 @@
 #   2. scaling sweeps, cnn and resnet, weak and strong, reading Fashion-MNIST through the loader
 #      -> results/scaling-<model>-<date>.{jsonl,csv}; then the analytical model calibrated on
 #      them (-model.{csv,md}) and the plots (.png, with the model's prediction drawn in)
-#   3. perf/run_perf.py                    (DDP/SyncBN/watchdog overheads, vs PyTorch DDP)
+#   3. perf/run_perf.py                    (`hpctrain train` end to end vs PyTorch DDP from the same
+#                                           train.h5, weak scaling, mlp; then the ddp_bench
+#                                           microbenchmark: DDP/SyncBN/watchdog overheads)
 #   4. perf/loader_bench.sh                -> results/loader.jsonl
 #   5. perf/ckpt_bench.py                  (write vs dd, async stall vs sync save) -> results/ckpt-<date>.{jsonl,md}
 #   6. perf/report.py probe + render       -> results/machine.json, perf/README.md
@@ -53,7 +55,7 @@ for model in cnn resnet; do
 done
 
 step "3/6 perf/run_perf.py $quick"
-$PY perf/run_perf.py $quick
+$PY perf/run_perf.py $quick --data "$DATA"
 
 step "4/6 loader bench"
 bash perf/loader_bench.sh "$DATA"

@@ -1,18 +1,25 @@
 """Regenerates hpctrain's performance numbers on this machine, as ratios measured in one run.
 
-    /usr/bin/python3 perf/run_perf.py [--quick] [--only ddp,torch,allreduce,ckpt]
+    /usr/bin/python3 perf/run_perf.py [--quick] [--only train,ddp,torch,allreduce] [--data DIR]
 
 Every comparison alternates A and B (A B A B ...) and reports the ratio of medians, so drift
 of a shared machine cancels. Writes perf/results/perf-<date>.jsonl (every raw measurement)
 and perf/results/perf-<date>.md (the table), and prints the table.
 Figures:
+  train  THE PRODUCT (perf/train_bench.py): `hpctrain train` end to end, as launched by
+         launch/local.sh, its throughput read from its own per-step metrics JSONL (and summary),
+         vs perf/torch_ddp.py training from the same train.h5 (TensorDataset +
+         DistributedSampler + DataLoader) and on one fixed in-memory batch; weak scaling 2 ranks
+         vs two independent 1-rank runs at once; mlp vs PyTorch with the same data.
   ddp    DDP tax at world 1 (ddp/plain), 2-rank weak-scaling efficiency, bucket-cap sweep with
          comm-blocked time and the fraction of allreduce hidden behind backward, SyncBN tax,
          watchdog tax (HPCTRAIN_COLLECTIVE_TIMEOUT=0 vs default) -- cnn, batch 64 per rank
-  torch  throughput vs PyTorch DDP (gloo) from the same torch wheel, cnn and mlp, 1 and 2 ranks
+  torch  MICROBENCHMARK perf/ddp_bench (no loader, trainer, metrics) vs PyTorch DDP (gloo) from the same torch wheel, cnn and mlp, 1 and 2 ranks
   allreduce  our busbw / bare MPI busbw for sizes >= 4 MiB
 """
 import argparse, datetime, json, os, random, statistics, subprocess, sys
+
+import train_bench  # perf/train_bench.py: the product rows and the interleaving
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("HPCTRAIN_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -41,26 +48,31 @@ def ddp_bench(n, *args, env=None):
 
 def paired(fa, fb, rounds):
     """Alternates fa, fb; returns (median of fa's step_s, median of fb's, median of ratios)."""
-    a, b = [], []
-    for _ in range(rounds):
-        a.append(fa()["step_s"])
-        b.append(fb()["step_s"])
-    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
+    return train_bench.interleave(fa, fb, rounds, key="step_s")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="ddp,torch,allreduce")
+    ap.add_argument("--only", default="train,ddp,torch,allreduce")
+    ap.add_argument("--data", default=os.environ.get("HPCTRAIN_DATA", ""),
+                    help="dir with train.h5/test.h5 for `train` (default: Fashion-MNIST converted into a temp dir)")
     args = ap.parse_args()
     rounds = 3 if args.quick else 5
     steps = "20" if args.quick else "40"
-    class Rows(list):
+    class Rows(list):  # each row tagged with what it measures: the product or a microbenchmark
+        kind = ""
         def append(self, r):
+            r = (self.kind,) + tuple(r)
             print("| " + " | ".join(r) + " |", flush=True)
             super().append(r)
     rows = Rows()
     only = args.only.split(",")
+    if "train" in only:
+        rows.kind = "product: `hpctrain train`"
+        for row in train_bench.figures(args.data, quick=args.quick, raw=RAW):
+            rows.append(row)
+    rows.kind = "microbenchmark: perf/ddp_bench"
     if "ddp" in only:
         base = ["--model", "cnn", "--batch", "64", "--steps", steps]
         d, p, r = paired(lambda: ddp_bench(1, *base, "--mode", "ddp"), lambda: ddp_bench(1, *base, "--mode", "plain"), rounds)
@@ -88,9 +100,10 @@ def main():
                                                  "--port", str(random.randint(20000, 40000))])[-1]
                 a, b, r = paired(ours, theirs, rounds)
                 goal = {"cnn": ">= 1.10", "mlp": ">= 2.0"}[model] if n == 2 else "-"
-                rows.append((f"throughput / PyTorch DDP gloo ({model}, {n} rank{'s' if n > 1 else ''})", f"{1/r:.2f}", goal,
+                rows.append((f"microbenchmark ddp_bench / PyTorch DDP gloo, fixed batch ({model}, {n} rank{'s' if n > 1 else ''})", f"{1/r:.2f}", goal,
                              f"step {a*1e3:.2f} ms vs {b*1e3:.2f} ms"))
     if "allreduce" in only:
+        rows.kind = "microbenchmark: `hpctrain bench allreduce`"
         ratios = []
         for _ in range(2):
             for l in run_json(MPI + ["-np", "2", os.path.join(BUILD, "hpctrain"), "bench", "allreduce", "--min-bytes", str(4 << 20)]):
@@ -103,7 +116,7 @@ def main():
     with open(os.path.join(out, f"perf-{stamp}.jsonl"), "w") as f:
         for r in RAW:
             f.write(json.dumps(r) + "\n")
-    md = ["| figure | value | goal | detail |", "|---|---|---|---|"] + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    md = ["| measures | figure | value | goal | detail |", "|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows]
     text = f"Measured {stamp} on {os.cpu_count()} cores, 1 thread per rank, torch {subprocess.run([VENV_PY, '-c', 'import torch;print(torch.__version__)'], capture_output=True, text=True).stdout.strip()}\n\n" + "\n".join(md) + "\n"
     open(os.path.join(out, f"perf-{stamp}.md"), "w").write(text)
     print(text)

@@ -1,6 +1,7 @@
 #include "dataset/loader.h"
 
 #include <ATen/ATen.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -65,7 +66,10 @@ void Loader::launch(int64_t first) {
   if (opts_.prefetch > 0) {
     stop_ = done_ = false;
     error_ = nullptr;
-    worker_ = std::thread([this, b = next_batch_, e = end_batch_] { produce(b, e); });
+    worker_ = std::thread([this, b = next_batch_, e = end_batch_] {
+      pthread_setname_np(pthread_self(), "hpc-loader");  // named for per-thread profiles
+      produce(b, e);
+    });
   }
 }
 

@@ -1,5 +1,7 @@
 #include "comm/mpi/comm_thread.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <optional>
 
@@ -57,6 +59,7 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
 }
 
 void CommThread::loop() {
+  pthread_setname_np(pthread_self(), "hpc-comm");  // named for per-thread profiles
   for (;;) {
     Job job;
     Hook on_start, on_end;

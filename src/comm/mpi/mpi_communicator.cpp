@@ -7,6 +7,7 @@
 
 #include "comm/desync.h"
 #include "comm/mpi/comm_thread.h"
+#include "comm/mpi/shm_allreduce.h"
 #include "comm/watchdog.h"
 #include "runtime/check.h"
 
@@ -47,8 +48,10 @@ void check_reducible(at::ScalarType s, ReduceOp op, const char* what) {
 // MPI counts are int: large buffers go in chunks.
 constexpr int64_t kChunk = INT_MAX / 16;
 
+// On one node the shared-memory path (sleeping waits), else MPI_Allreduce.
 void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op,
-                       MPI_Comm comm) {
+                       MPI_Comm comm, ShmAllreduce* shm) {
+  if (shm && shm->allreduce(data, count, type, op)) return;
   auto* p = static_cast<char*>(data);
   for (int64_t off = 0; off < count; off += kChunk) {
     int n = static_cast<int>(std::min(kChunk, count - off));
@@ -57,11 +60,11 @@ void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem
 }
 
 // Reduces a contiguous CPU tensor in place (staging half types through float32).
-void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm) {
+void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm, ShmAllreduce* shm) {
   if (t.numel() == 0) return;
   at::Tensor buf = is_half(t.scalar_type()) ? t.to(at::kFloat) : t;
   allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(),
-                    mpi_op(op), comm);
+                    mpi_op(op), comm, shm);
   if (op == ReduceOp::kAvg) buf.div_(world);
   if (!buf.is_same(t)) t.copy_(buf);
 }
@@ -93,6 +96,7 @@ struct MpiCommunicator::Impl {
   std::shared_ptr<Watchdog> watchdog;
   WatchdogLane* lane = nullptr;
   std::exception_ptr desync;  // set on the comm thread by the first failed fingerprint check
+  std::unique_ptr<ShmAllreduce> shm;  // all ranks on one node: allreduce without spinning
   CommThread thread;  // declared last among users of `comm`; destroyed first (drains the queue)
 
   // Runs on the comm thread before each op. The lane starts first, so a hung fingerprint
@@ -122,6 +126,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings,
   impl_->comm = comm;
   HPC_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
   HPC_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
+  impl_->shm = ShmAllreduce::create(comm);
   if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &impl_->debug_comm));
   if (!watchdog && settings.collective_timeout_s > 0)
     watchdog = std::make_shared<Watchdog>(parent, settings.collective_timeout_s);
@@ -157,8 +162,9 @@ WorkHandle MpiCommunicator::allreduce(at::Tensor t, ReduceOp op, std::string tag
   check_reducible(t.scalar_type(), op, "allreduce");
   MPI_Comm comm = impl_->comm;
   int world = impl_->size;
+  ShmAllreduce* shm = impl_->shm.get();
   return impl_->thread.submit(make_op_info("allreduce", t, t.numel(), std::move(tag)),
-                              [t, op, world, comm]() mutable { reduce_tensor(t, op, world, comm); });
+                              [t, op, world, comm, shm]() mutable { reduce_tensor(t, op, world, comm, shm); });
 }
 
 WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) {
@@ -176,12 +182,13 @@ WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, s
   OpInfo info = make_op_info("allreduce", ts[0], total, std::move(tag));
   MPI_Comm comm = impl_->comm;
   int world = impl_->size;
-  return impl_->thread.submit(std::move(info), [ts, op, world, comm]() mutable {
+  ShmAllreduce* shm = impl_->shm.get();
+  return impl_->thread.submit(std::move(info), [ts, op, world, comm, shm]() mutable {
     std::vector<at::Tensor> flat;
     flat.reserve(ts.size());
     for (auto& t : ts) flat.push_back(t.reshape({-1}));
     at::Tensor buf = at::cat(flat);
-    reduce_tensor(buf, op, world, comm);
+    reduce_tensor(buf, op, world, comm, shm);
     int64_t off = 0;
     for (auto& t : ts) {
       t.view({-1}).copy_(buf.narrow(0, off, t.numel()));
