@@ -27,8 +27,8 @@ for np in 2 4; do
       train "$model-$opt-np$np-z0" "$np" "${a[@]}" --zero 0
       train "$model-$opt-np$np-z1" "$np" "${a[@]}" --zero 1
       noise=()
-      if [ "$np" = 4 ]; then  # DDP again under Open MPI's ring allreduce: the rounding-order noise
-        OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4 \
+      if [ "$np" = 4 ]; then  # DDP again, summed in another order (MPI's ring, not shared memory)
+        HPCTRAIN_SHM_ALLREDUCE=0 OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4 \
           train "$model-$opt-np$np-ring" "$np" "${a[@]}" --zero 0
         noise=(--noise-ref "$WORK/$model-$opt-np$np-ring.h5")
       fi

@@ -261,11 +261,18 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor input, at::Tensor output, 
   check_reducible(input.scalar_type(), op, "reduce_scatter");
   int n = block_count(output.numel(), "reduce_scatter");
   MPI_Comm comm = impl_->comm;
-  int world = impl_->size;
+  int world = impl_->size, rank = impl_->rank;
+  ShmAllreduce* shm = impl_->shm.get();
   return impl_->thread.submit(
       make_op_info("reduce_scatter", input, input.numel(), std::move(tag)),
-      [input, output, op, n, world, comm]() mutable {
+      [input, output, op, n, world, rank, comm, shm]() mutable {
         if (n == 0) return;
+        if (shm) {  // one node: the sleeping shared-memory path, then this rank's block
+          at::Tensor flat = input.view({-1});
+          reduce_tensor(flat, op, world, comm, shm);
+          output.view({-1}).copy_(flat.narrow(0, static_cast<int64_t>(rank) * n, n));
+          return;
+        }
         bool half = is_half(input.scalar_type());
         at::Tensor in = half ? input.to(at::kFloat) : input;
         at::Tensor out = half ? at::empty({n}, in.options()) : output;
@@ -282,9 +289,24 @@ WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, 
   MPI_Datatype type = element_type(input.element_size());
   bool in_place = is_own_block(input, output, impl_->rank);
   MPI_Comm comm = impl_->comm;
+  int world = impl_->size, rank = impl_->rank;
+  // One node and a type the shared-memory path sums exactly: the other blocks are zeroed and
+  // summed in (x + 0 == x), so the waits sleep like the allreduce's.
+  at::ScalarType st = input.scalar_type();
+  ShmAllreduce* shm = (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong)
+                          ? impl_->shm.get() : nullptr;
   return impl_->thread.submit(make_op_info("allgather_into", input, output.numel(), std::move(tag)),
-                              [input, output, n, type, in_place, comm]() {
+                              [input, output, n, type, in_place, world, rank, comm, shm]() mutable {
                                 if (n == 0) return;
+                                if (shm) {
+                                  at::Tensor flat = output.view({-1});
+                                  int64_t off = static_cast<int64_t>(rank) * n;
+                                  if (!in_place) flat.narrow(0, off, n).copy_(input.view({-1}));
+                                  if (off > 0) flat.narrow(0, 0, off).zero_();
+                                  if (off + n < flat.numel()) flat.narrow(0, off + n, flat.numel() - off - n).zero_();
+                                  reduce_tensor(flat, ReduceOp::kSum, world, comm, shm);
+                                  return;
+                                }
                                 HPC_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(),
                                                             n, type, output.data_ptr(), n, type, comm));
                               });

@@ -6,7 +6,12 @@
 //   thread never blocks on submission. Requires MPI_THREAD_MULTIPLE (World checks it).
 // - float16/bfloat16 are reduced in a float32 staging buffer (MPI has no reduction for them).
 // - reduce_scatter is MPI_Reduce_scatter_block, allgather_into MPI_Allgather (MPI_IN_PLACE
-//   when the input is the rank's own block); a block is limited to 2^31-1 elements.
+//   when the input is the rank's own block); a block is limited to 2^31-1 elements. When every
+//   rank is on one node (ShmAllreduce) both take the sleeping shared-memory path instead:
+//   reduce_scatter as an in-place allreduce of `input` (left reduced) and a copy of the block;
+//   allgather_into (float32/64, int32/64) as a sum into `output` with the other blocks zeroed.
+//   allgather_into gives the MPI path's values (a -0.0 becomes +0.0); reduce_scatter's sums follow the
+//   shared-memory allreduce's rank-order sum.
 // - The destructor completes every submitted operation, then joins the thread.
 // - Guarded by `settings` (see CommSettings): every op is watched by a Watchdog lane "mpi"
 //   (the given one, shared with other backends, or its own when none is given and the timeout
