@@ -109,11 +109,12 @@ TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
   // The last rank fails after its shard (shard index == its rank in all_writers mode).
   int bad = world().size() - 1;
   std::string point = "after_shard:" + std::to_string(bad);
-  if (world().rank() == bad) setenv("HPCTRAIN_CKPT_FAULT", point.c_str(), 1);
-  w.save(2, big_state(2));
-  expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
-                                ": injected checkpoint fault at " + point);
-  unsetenv("HPCTRAIN_CKPT_FAULT");
+  {
+    InjectFault fault(point, world().rank() == bad);
+    w.save(2, big_state(2));
+    expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
+                                  ": injected checkpoint fault at " + point);
+  }
   MPI_Barrier(world().comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");
   EXPECT_TRUE(fs::exists(d.path + "/step-00000002.tmp"));  // never committed
@@ -122,19 +123,20 @@ TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
 TEST(WriterErrors, Rank0FaultIsRaisedOnAllRanksAtCheckErrors) {
   SharedDir d;
   CheckpointWriter w({d.path}, cpu_comm());
-  if (world().rank() == 0) setenv("HPCTRAIN_CKPT_FAULT", "before_manifest", 1);
-  w.save(5, sample_state(5));
-  // Step boundaries: the error must surface within a bounded number of them on every rank.
   std::string err;
-  for (int i = 0; i < 500 && err.empty(); ++i) {
-    try {
-      w.check_errors();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    } catch (const CollectiveError& e) {
-      err = e.what();
+  {
+    InjectFault fault("before_manifest", world().rank() == 0);
+    w.save(5, sample_state(5));
+    // Step boundaries: the error must surface within a bounded number of them on every rank.
+    for (int i = 0; i < 500 && err.empty(); ++i) {
+      try {
+        w.check_errors();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      } catch (const CollectiveError& e) {
+        err = e.what();
+      }
     }
   }
-  unsetenv("HPCTRAIN_CKPT_FAULT");
   EXPECT_NE(err.find("rank 0: injected checkpoint fault at before_manifest"), std::string::npos)
       << "rank " << world().rank() << ": " << err;
   EXPECT_NO_THROW(w.finish());
