@@ -1,5 +1,7 @@
 #include "comm/communicator.h"
 
+#include "runtime/tensor_text.h"
+
 #include <c10/core/Device.h>
 
 #include "runtime/check.h"
@@ -23,20 +25,6 @@ void check_carriable(const Communicator& c, const at::Tensor& t, const char* wha
                 " communicator carries " + c10::DeviceTypeName(c.device_type(), true) + " tensors");
   }
   if (!t.is_contiguous()) throw Error(std::string(what) + ": tensor must be contiguous");
-}
-
-std::string dtype_name(at::ScalarType s) {
-  switch (s) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
-    default: return c10::toString(s);
-  }
 }
 
 OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag) {

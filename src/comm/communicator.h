@@ -64,8 +64,6 @@ class Communicator {
 // Checks a tensor can be carried by `c`; throws hpctrain::Error naming the devices otherwise.
 void check_carriable(const Communicator& c, const at::Tensor& t, const char* what);
 
-// The dtype as reports name it: "float32", "bfloat16", "int64", ...
-std::string dtype_name(at::ScalarType s);
 // The OpInfo of `op` on `t` (undefined for barrier: dtype "none"), seq left for the backend.
 OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag);
 

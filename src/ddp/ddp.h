@@ -94,7 +94,4 @@ class DistributedDataParallel {
   DdpStepStats stats_;
 };
 
-// "[64, 32, 3, 3]"
-std::string shape_string(at::IntArrayRef sizes);
-
 }  // namespace hpctrain

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "comm/router.h"
+#include "comm/open_run.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "runtime/device.h"
 #include "runtime/trace.h"
 #include "runtime/world.h"
@@ -54,15 +55,14 @@ nlohmann::json train(World& world, const TrainConfig& config, ModelFactory facto
 
 void Trainer::State::setup() {
   // Decisions every rank reaches identically come first, before any data or device is touched.
-  dev = choose_device(cfg.device, world.local_rank(), world.local_size(), visible_cuda_devices());
-  check_amp(cfg.amp, dev.cuda);
-  activate_device(dev);
-  device = dev.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index))
-                    : c10::Device(c10::kCPU);
   CommSettings cs = CommSettings::from_env();  // HPCTRAIN_COLLECTIVE_TIMEOUT / _DEBUG_COLLECTIVES
   if (cfg.collective_timeout != CommSettings::kDefaultTimeoutS) cs.collective_timeout_s = cfg.collective_timeout;
   if (cfg.debug_collectives) cs.debug_collectives = true;
-  comm = std::make_unique<DeviceRouter>(world.comm(), dev.cuda ? dev.index : -1, cs);
+  RunContext run = open_run(world, cfg.device, cs);
+  dev = run.dev;
+  device = run.device;
+  comm = std::move(run.comm);
+  check_amp(cfg.amp, dev.cuda);
   if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
   install_preemption_handlers();
 

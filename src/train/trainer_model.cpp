@@ -15,6 +15,7 @@
 #include "ddp/sync_batchnorm.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "train/model_registry.h"
 #include "train/trainer_state_impl.h"
 
