@@ -15,7 +15,7 @@
 #include "runtime/check.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;

@@ -16,7 +16,7 @@
 #include "ckpt/dir_ops.h"
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;

@@ -10,7 +10,7 @@
 #include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;
