@@ -39,10 +39,12 @@ run_np 1 ckpt merge "$WORK/pre" --out "$WORK/pre.h5" >/dev/null
 ok "$stop steps + resume == 64 uninterrupted steps, bitwise"
 
 # World-size change: the preemption checkpoint resumed on 1 rank with batch 32 (global 32 as before).
+# Not bitwise (SyncBN sums in another order): float drift grows with the steps after the resume
+# (which vary with where the signal lands), ~5e-4 after 57; a wrong sample position is ~1e-1.
 run_np 1 train --batch-size 32 --ckpt-dir "$WORK/pre-copy" "${common[@]}" >"$WORK/np1.txt" 2>&1 || { tail "$WORK/np1.txt"; fail "resume on 1 rank"; }
 grep -q "saved with 2 rank(s); now 1, global batch 32" "$WORK/np1.txt" || { grep resumed "$WORK/np1.txt"; fail "world-size change not reported"; }
 run_np 1 ckpt merge "$WORK/pre-copy" --out "$WORK/np1.h5" >/dev/null
-/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/full.h5" "$WORK/np1.h5" --rtol 1e-4 || fail "2 -> 1 resume diverged"
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/full.h5" "$WORK/np1.h5" --rtol 1e-3 || fail "2 -> 1 resume diverged"
 ok "resume 2 -> 1 ranks continues at the same global sample"
 
 # Eval of the final checkpoint (merged file, CPU, 1 rank) equals the training run's evaluation.
