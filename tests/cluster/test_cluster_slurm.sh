@@ -46,6 +46,7 @@ requeued() { grep -q "exit 75 (checkpointed for preemption): scontrol requeue $J
 wait_for 120 "job $J to checkpoint and requeue itself" requeued
 stop_step=$(sed -n 's/.*preemption signal received.*checkpointing at step \([0-9]*\).*/\1/p' "$WORK/b.log" | head -1)
 [ -n "$stop_step" ] && [ "$stop_step" -lt $TOTAL ] || { tail -20 "$WORK/b.log"; fail "no mid-training preemption checkpoint (step '$stop_step' of $TOTAL)"; }
+wait_for 60 "job $J's old steps to be cleaned up" job_steps_gone "$J"
 $SLURM_RUN scontrol update jobid="$J" StartTime=now
 wait_for 300 "requeued job $J to finish" job_finished "$J"
 [ "$(job_field "$J" JobState)" = COMPLETED ] || { tail -20 "$WORK/b.log"; fail "job $J ended $(job_field "$J" JobState)"; }

@@ -84,6 +84,7 @@ stop_step=$(sed -n 's/.*preemption signal received.*checkpointing at step \([0-9
 [ -n "$stop_step" ] && [ "$stop_step" -lt $TOTAL ] || { tail -20 "$WORK/b.log"; fail "no mid-training preemption checkpoint (step '$stop_step' of $TOTAL)"; }
 ok "b. USR1 to the batch shell -> checkpoint at step $stop_step of $TOTAL, exit 75, train.sbatch requeued job $J (pending, reason $(job_field "$J" Reason))"
 # A requeued job waits ~2 min on BeginTime; release it now.
+wait_for 60 "job $J's old steps to be cleaned up" job_steps_gone "$J"
 scontrol update jobid="$J" StartTime=now
 wait_for 400 "requeued job $J to finish" job_finished "$J"
 [ "$(job_field "$J" JobState)" = COMPLETED ] || { tail -20 "$WORK/b.log"; fail "job $J ended $(job_field "$J" JobState) exit $(job_field "$J" ExitCode)"; }
