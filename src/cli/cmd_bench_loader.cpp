@@ -11,7 +11,7 @@ namespace hpctrain {
 namespace {
 
 int run(World& w, const LoaderBenchOptions& a) {
-  LoaderBenchResult r = bench_loader(w.comm(), a);
+  LoaderBenchResult r = bench_loader(w.mpi_comm(), a);
   if (w.rank() == 0) {
     nlohmann::json j = {{"world_size", w.size()},   {"batch_size", a.batch_size},
                         {"prefetch", a.prefetch},   {"augment", a.augment},

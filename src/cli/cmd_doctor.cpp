@@ -107,7 +107,7 @@ int doctor(World& w, const std::string& device_spec) {
 
   // Gather every rank's report over the communicator (itself a first test of it).
   std::vector<std::string> parts = allgather_strings(comm, rank_report(w, dev).dump(), "doctor.report");
-  auto pairs = measure_host_pairs(w.comm(), 4 << 20, 5);
+  auto pairs = measure_host_pairs(w.mpi_comm(), 4 << 20, 5);
   if (w.rank() == 0) {
     std::vector<nlohmann::json> reports;
     for (auto& p : parts) reports.push_back(nlohmann::json::parse(p));

@@ -65,7 +65,7 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
   ModelPtr model;
   std::unique_ptr<Loss> loss;
   CheckpointState st;
-  agree_on_failure(w.comm(), [&] {
+  agree_on_failure(w.mpi_comm(), [&] {
     st = read_checkpoint(req.ckpt, device);
     std::string loss_name = "cross_entropy", targets_key = "targets";
     if (st.meta.contains("config")) {

@@ -78,7 +78,7 @@ void Trainer::State::setup() {
   eo.shuffle = false;
   eo.augment = false;
   // Every rank validates the same files: a bad one is reported once, by rank 0.
-  agree_on_failure(world.comm(), [&] {
+  agree_on_failure(world.mpi_comm(), [&] {
     train = std::make_unique<Loader>(split_files(cfg.data, "train"), world.size(), world.rank(), lo);
     test = std::make_unique<Loader>(split_files(cfg.data, "test"), world.size(), world.rank(), eo);
     const DatasetInfo &a = train->info(), &b = test->info();
@@ -103,9 +103,9 @@ void Trainer::State::setup() {
 
   rep = std::make_unique<Reporter>(world.rank() == 0);
   ckpt = std::make_unique<CheckpointSession>(cfg, *comm, model_entry, *rep);
-  agree_on_failure(world.comm(), [&] { resume(); });  // every rank reads the same checkpoint
+  agree_on_failure(world.mpi_comm(), [&] { resume(); });  // every rank reads the same checkpoint
   // Only now, with every input validated, may the metrics file of a previous run be replaced.
-  run_on_rank0(world.comm(), "", [&] {
+  run_on_rank0(world.mpi_comm(), "", [&] {
     rep->open_tensorboard(cfg.tensorboard, step);
     rep->open_metrics(cfg.metrics, cfg.to_json());
   });

@@ -32,11 +32,11 @@ struct SharedDir {
       std::string tmpl = (fs::temp_directory_path() / "hpctrain_ckpt_mpi_XXXXXX").string();
       std::snprintf(buf, sizeof buf, "%s", mkdtemp(tmpl.data()));
     }
-    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().comm());
+    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().mpi_comm());
     path = buf;
   }
   ~SharedDir() {
-    MPI_Barrier(world().comm());
+    MPI_Barrier(world().mpi_comm());
     if (world().rank() == 0) fs::remove_all(path);
   }
 };
@@ -75,7 +75,7 @@ TEST_P(Writers, SaveVerifyAndReadBackOnEveryRank) {
     w.check_errors();
   }
   w.finish();
-  MPI_Barrier(world().comm());
+  MPI_Barrier(world().mpi_comm());
   auto r = find_resume(d.path, "auto");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(*r, d.path + "/step-00000300");
@@ -115,7 +115,7 @@ TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
     expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
                                   ": injected checkpoint fault at " + point);
   }
-  MPI_Barrier(world().comm());
+  MPI_Barrier(world().mpi_comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");
   EXPECT_TRUE(fs::exists(d.path + "/step-00000002.tmp"));  // never committed
 }
@@ -164,12 +164,12 @@ TEST_P(Writers, CheckErrorsIsFreeOnceTheWriteIsAgreedDone) {
   }
   // Every rank left the loop at the same boundary (it is decided by an agreement).
   int all[2] = {boundaries, -boundaries};
-  MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_MAX, world().comm());
+  MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_MAX, world().mpi_comm());
   EXPECT_EQ(all[0], -all[1]) << "rank " << world().rank() << " left after " << boundaries;
   int before = comm.ops;
   for (int i = 0; i < 50; ++i) w.check_errors();
   EXPECT_EQ(comm.ops, before);  // no collective per step without a checkpoint in flight
   w.finish();
-  MPI_Barrier(world().comm());
+  MPI_Barrier(world().mpi_comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000010");
 }
