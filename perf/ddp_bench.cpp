@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     DeviceChoice dc = choose_device(device, w.local_rank(), w.local_size(), visible_cuda_devices());
     activate_device(dc);
     c10::Device dev = dc.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dc.index)) : c10::Device(c10::kCPU);
-    DeviceRouter comm(w.comm(), dc.cuda ? dc.index : -1);
+    DeviceRouter comm(w.mpi_comm(), dc.cuda ? dc.index : -1);
     torch::manual_seed(0);
     NormFactory norm = batchnorm2d_factory();
     if (sync_bn) {
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     if (ddp && w.size() > 1) {
       std::vector<double> ct;
       for (int r = 0; r < 10; ++r) {
-        MPI_Barrier(w.comm());
+        MPI_Barrier(w.mpi_comm());
         double t0 = now();
         for (size_t b = 0; b < ddp->plan().buckets.size(); ++b)
           comm.allreduce(ddp->reducer().bucket_buffer(b), ReduceOp::kSum, "bench")->wait();
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     double step = median(step_t), wait = median(wait_t);
     // Slowest rank's median step: the world moves at its pace.
     double worst = step;
-    MPI_Allreduce(&step, &worst, 1, MPI_DOUBLE, MPI_MAX, w.comm());
+    MPI_Allreduce(&step, &worst, 1, MPI_DOUBLE, MPI_MAX, w.mpi_comm());
     if (w.rank() == 0) {
       nlohmann::json j = {{"model", model_name}, {"mode", mode}, {"world_size", w.size()},
                           {"batch_per_rank", batch}, {"bucket_mb", bucket_mb}, {"sync_bn", sync_bn},

@@ -7,6 +7,6 @@ BUILD=${1:-build}; shift || true
 SIZES=${*:-1 2}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 for n in $SIZES; do
-  mpiexec -n "$n" --oversubscribe "$BUILD/tests/mpi_ddp_syncbn" \
+  mpiexec -n "$n" --oversubscribe "$BUILD/tests/mpi_ddp" \
     --gtest_also_run_disabled_tests --gtest_filter='SyncBnBench.*' | grep '^{"world_size"'
 done

@@ -108,6 +108,15 @@ class CheckpointWriter {
   // Collective, cheap (one allreduce of two int64). Throws CollectiveError on every rank if
   // any rank's write failed; in all_writers mode also commits once every shard is written.
   void check_errors();
+  // check_errors() in two halves, for a caller that carries the vote in an allreduce of its own
+  // (the trainer's one step-boundary agreement, train/step_boundary.h): boundary_vote() is
+  // local (this rank's error flag and pending count, 0 and 0 with no write in flight);
+  // settle_boundary() gets every rank's sums of them and is then collective like check_errors().
+  struct BoundaryVote {
+    int64_t error = 0, pending = 0;
+  };
+  BoundaryVote boundary_vote();
+  void settle_boundary(int64_t errors, int64_t pending);
   // Collective. Waits for the write in flight, commits it and raises any error on all ranks.
   void finish();
 
@@ -120,7 +129,15 @@ class CheckpointWriter {
  private:
   struct Job;
   void wait_local();
+  struct Vote {
+    std::string error, context;
+    int64_t pending = 0;
+  };
+  Vote local_vote();
+  // After an agreement's allreduce: raises the errors, commits (all_writers); true: agree again.
+  bool settle(const Vote& mine, int64_t errors, int64_t all_pending, bool wait_all, bool* agreed_clean);
   void agree(bool wait_all);
+  void finish_agreement(bool agreed_clean);
   void run_job(Job& job);
   void retire_job();
 
@@ -129,6 +146,7 @@ class CheckpointWriter {
   std::unique_ptr<Job> job_;
   std::thread thread_;
   std::vector<CheckpointStats> completed_;
+  Vote boundary_vote_;  // boundary_vote()'s view, for settle_boundary()
   // Host buffers of the last committed async snapshot, recycled by the next save() (host
   // memory of one snapshot stays allocated between checkpoints).
   std::vector<std::pair<std::string, at::Tensor>> spare_;

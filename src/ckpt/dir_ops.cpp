@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <regex>
-#include <thread>
 
 #include "runtime/check.h"
 
@@ -104,20 +102,17 @@ void prune(const std::string& dir, int keep) {
   for (const auto& d : doomed) fs::remove_all(d);
 }
 
+namespace {
+FaultHook& fault_hook() {
+  static FaultHook hook;
+  return hook;
+}
+}  // namespace
+
+void set_fault_hook(FaultHook hook) { fault_hook() = std::move(hook); }
+
 void fault_point(const std::string& point) {
-  const char* env = std::getenv("HPCTRAIN_CKPT_FAULT");
-  if (!env) return;
-  std::string spec = env;
-  bool sleep = spec.rfind("sleep@", 0) == 0;
-  if (sleep) spec = spec.substr(6);
-  if (spec != point) return;
-  if (sleep) {
-    std::fprintf(stderr, "hpctrain ckpt: fault injection: sleeping at %s (pid %d)\n",
-                 point.c_str(), static_cast<int>(::getpid()));
-    std::fflush(stderr);
-    std::this_thread::sleep_for(std::chrono::seconds(600));
-  }
-  throw Error("injected checkpoint fault at " + point + " (HPCTRAIN_CKPT_FAULT)");
+  if (const FaultHook& hook = fault_hook()) hook(point);
 }
 
 }  // namespace hpctrain::ckpt

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,11 +31,14 @@ int remove_stale(const std::string& dir);
 // half checkpoint that looks complete.
 void prune(const std::string& dir, int keep);
 
-// Fault injection for crash tests. HPCTRAIN_CKPT_FAULT="<point>" or "<point>:<n>" throws an
-// Error at that point; "sleep@<point>[:<n>]" sleeps 600 s there (for a SIGKILL to land).
+// Fault injection, an explicit seam for crash tests (no environment variable): the hook, when
+// set, is called at each named point of a checkpoint write; it may throw (the exception becomes
+// that write's error, raised on every rank at the next step boundary) or block (for a SIGKILL to
+// land there). Set it only while no write is in flight (it is read by the writer thread).
 // Points: in_shard:<i> (its in-memory image has a dataset, no byte on disk), after_shard:<i>
-// (written, not yet fsynced), before_manifest,
-// before_rename, before_latest, before_prune.
+// (written, not yet fsynced), before_manifest, before_rename, before_latest, before_prune.
+using FaultHook = std::function<void(const std::string& point)>;
+void set_fault_hook(FaultHook hook);  // an empty hook (the default) disables injection
 void fault_point(const std::string& point);
 
 }  // namespace hpctrain::ckpt

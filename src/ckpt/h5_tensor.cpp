@@ -3,7 +3,7 @@
 // encoding, an int8 enum FALSE=0/TRUE=1). bfloat16 has no h5py equivalent: raw uint16 bits.
 #include "ckpt/h5_tensor.h"
 
-#include "comm/communicator.h"
+#include "runtime/tensor_text.h"
 
 #include <ATen/ATen.h>
 #include <xxhash.h>
@@ -72,7 +72,7 @@ h5::Handle open_h5(const std::string& path) {
   return f;
 }
 
-std::string dtype_name(at::ScalarType t) {
+std::string stored_dtype_name(at::ScalarType t) {
   // The names are the communicator's (one table for the project); checkpoints store a subset.
   switch (t) {
     case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
@@ -119,7 +119,7 @@ int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t,
   h5::Handle type = h5_type(t.scalar_type());
   h5::Handle ds(H5Dcreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) fail("cannot create dataset " + printable(name));
-  h5::write_attr_string(ds.get(), "dtype", dtype_name(t.scalar_type()));
+  h5::write_attr_string(ds.get(), "dtype", stored_dtype_name(t.scalar_type()));
   if (empty) return -1;
   if (write_data) {
     if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)

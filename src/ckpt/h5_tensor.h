@@ -18,8 +18,9 @@ namespace hpctrain::ckpt {
 // Opens a file read-only; throws hpctrain::Error naming the path.
 h5::Handle open_h5(const std::string& path);
 
-// torch dtype name <-> ScalarType ("float32", "bfloat16", "bool", ...).
-std::string dtype_name(at::ScalarType t);
+// The dtypes a checkpoint stores, by the project's names (runtime/tensor_text.h) <-> ScalarType;
+// any other dtype throws hpctrain::Error naming it.
+std::string stored_dtype_name(at::ScalarType t);
 at::ScalarType dtype_from_name(const std::string& name);
 
 // Creates dataset `name` (groups created as needed; no object timestamps, so the same tensors

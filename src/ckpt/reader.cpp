@@ -139,7 +139,7 @@ Manifest verify_impl(const std::string& step_dir,
       } catch (const Error& err) {
         throw Error(path + ": tensor " + printable(e.name) + ": " + err.what());
       }
-      std::string dt = dtype_name(t.scalar_type());
+      std::string dt = stored_dtype_name(t.scalar_type());
       if (dt != e.dtype)
         throw Error(path + ": tensor " + e.name + " has dtype " + dt + ", manifest says " + printable(e.dtype));
       if (t.sizes().vec() != e.shape)

@@ -33,7 +33,7 @@ NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu, NamedT
       throw Error("checkpoint: tensor name '" + name + "' must be <group>/<name> (model/, optim/, state/)");
     if (!seen.insert(name).second) throw Error("checkpoint: duplicate tensor name " + name);
     if (!t.defined()) throw Error("checkpoint: tensor " + name + " is undefined");
-    dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
+    stored_dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
     at::Tensor src = t.detach();
     if (!copy_cpu && src.device().is_cpu() && src.is_contiguous()) {
       out.emplace_back(name, src);
@@ -63,7 +63,7 @@ Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_siz
   for (int i = 0; i < count; ++i) m.shards.push_back({shard_file_name(i, count), -1, ""});
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const at::Tensor& t = state.tensors[i].second;
-    m.tensors.push_back({state.tensors[i].first, shard[i], dtype_name(t.scalar_type()),
+    m.tensors.push_back({state.tensors[i].first, shard[i], stored_dtype_name(t.scalar_type()),
                          t.sizes().vec(), sizes[i], ""});
   }
   return m;

@@ -16,7 +16,9 @@
 #include "ckpt/h5_tensor.h"
 #include "ckpt/store.h"
 #include "comm/communicator.h"
+#include "comm/small_collectives.h"
 #include "runtime/check.h"
+#include "runtime/clock.h"
 
 namespace hpctrain {
 
@@ -33,8 +35,15 @@ struct CheckpointWriter::Job {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// Collective, once some rank's `errors` vote was non-zero: throws CollectiveError on every rank
+// with every failing rank's message.
+[[noreturn]] void raise_errors(Communicator& comm, const std::string& local_error, const std::string& context) {
+  std::string msg = context + " failed:";
+  std::vector<std::string> all = allgather_strings(comm, local_error, "ckpt.error_messages");
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) msg += " rank " + std::to_string(r) + ": " + all[r] + ";";
+  msg.pop_back();
+  throw CollectiveError(msg);
 }
 
 // Collective: if any rank has a non-empty `local_error`, throws CollectiveError on every rank
@@ -43,18 +52,8 @@ int64_t agree_on(Communicator& comm, const std::string& local_error, int64_t pen
                  const std::string& context) {
   at::Tensor flags = at::tensor({local_error.empty() ? int64_t{0} : int64_t{1}, pending}, at::kLong);
   comm.allreduce(flags, ReduceOp::kSum, "ckpt.errors")->wait();
-  if (flags[0].item<int64_t>() == 0) return flags[1].item<int64_t>();
-  at::Tensor bytes = at::empty({static_cast<int64_t>(local_error.size())}, at::kByte);
-  if (!local_error.empty()) std::memcpy(bytes.data_ptr(), local_error.data(), local_error.size());
-  std::vector<at::Tensor> parts;
-  comm.allgather(bytes, &parts, "ckpt.error_messages")->wait();
-  std::string msg = context + " failed:";
-  for (size_t r = 0; r < parts.size(); ++r)
-    if (parts[r].numel() > 0)
-      msg += " rank " + std::to_string(r) + ": " +
-             std::string(static_cast<const char*>(parts[r].data_ptr()), parts[r].numel()) + ";";
-  msg.pop_back();
-  throw CollectiveError(msg);
+  if (flags[0].item<int64_t>() != 0) raise_errors(comm, local_error, context);
+  return flags[1].item<int64_t>();
 }
 
 // Collective (all_writers, once every shard is durable): rank 0 learns each shard's size and
@@ -130,46 +129,76 @@ void CheckpointWriter::run_job(Job& job) {
   job.done.store(true, std::memory_order_release);
 }
 
-void CheckpointWriter::agree(bool wait_all) {
-  // Set when the last agreement saw every write done and nothing unagreed happened since. The
-  // job is retired on that agreed state only, so every rank holds a job over the same steps and
-  // check_errors can skip its collective when none is in flight.
-  bool agreed_clean = false;
-  for (;;) {
-    if (wait_all) wait_local();
-    bool done = job_ && job_->done.load(std::memory_order_acquire);  // read once: err and
-    std::string err = done ? job_->error : "";                        // pending must agree
-    int64_t pending = job_ && job_->writes && !done ? 1 : 0;
-    std::string context = job_ ? "checkpoint " + ckpt::step_dir_name(job_->manifest.step) : "checkpoint";
-    int64_t all_pending;
+CheckpointWriter::Vote CheckpointWriter::local_vote() {
+  Vote v;
+  bool done = job_ && job_->done.load(std::memory_order_acquire);  // read once: err and
+  v.error = done ? job_->error : "";                                // pending must agree
+  v.pending = job_ && job_->writes && !done ? 1 : 0;
+  v.context = job_ ? "checkpoint " + ckpt::step_dir_name(job_->manifest.step) : "checkpoint";
+  return v;
+}
+
+bool CheckpointWriter::settle(const Vote& mine, int64_t errors, int64_t all_pending, bool wait_all,
+                              bool* agreed_clean) {
+  if (errors != 0) {
     try {
-      all_pending = agree_on(comm_, err, pending, context);
+      raise_errors(comm_, mine.error, mine.context);
     } catch (...) {
       wait_local();
       job_.reset();  // reported: don't raise it twice
       throw;
     }
-    agreed_clean = all_pending == 0;
-    bool need_commit = job_ && opts_.all_writers && !job_->committed;
-    if (need_commit && all_pending == 0) {
-      // Every rank's shards are fsynced: rank 0 publishes the checkpoint.
-      gather_shard_digests(comm_, job_->manifest);
-      if (comm_.rank() == 0) {
-        auto t0 = std::chrono::steady_clock::now();
-        try {
-          ckpt::commit(opts_.dir, job_->manifest, opts_.keep, /*shards_synced=*/true);
-          job_->stats.write_s += seconds_since(t0);  // the commit is part of the write
-        } catch (const std::exception& e) {
-          job_->error = e.what();
-        }
-      }
-      job_->committed = true;
-      agreed_clean = false;    // the commit's outcome is not agreed yet
-      if (wait_all) continue;  // agree on it now (otherwise at the next boundary)
-    }
-    if (!wait_all || all_pending == 0) break;
   }
+  *agreed_clean = all_pending == 0;
+  bool need_commit = job_ && opts_.all_writers && !job_->committed;
+  if (need_commit && all_pending == 0) {
+    // Every rank's shards are fsynced: rank 0 publishes the checkpoint.
+    gather_shard_digests(comm_, job_->manifest);
+    if (comm_.rank() == 0) {
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        ckpt::commit(opts_.dir, job_->manifest, opts_.keep, /*shards_synced=*/true);
+        job_->stats.write_s += seconds_since(t0);  // the commit is part of the write
+      } catch (const std::exception& e) {
+        job_->error = e.what();
+      }
+    }
+    job_->committed = true;
+    *agreed_clean = false;  // the commit's outcome is not agreed yet
+    if (wait_all) return true;  // agree on it now (otherwise at the next boundary)
+  }
+  return wait_all && all_pending != 0;
+}
+
+void CheckpointWriter::agree(bool wait_all) {
+  // Set when the last agreement saw every write done and nothing unagreed happened since. The
+  // job is retired on that agreed state only, so every rank holds a job over the same steps and
+  // check_errors can skip its collective when none is in flight.
+  bool agreed_clean = false;
+  for (bool again = true; again;) {
+    if (wait_all) wait_local();
+    Vote v = local_vote();
+    at::Tensor flags = at::tensor({v.error.empty() ? int64_t{0} : int64_t{1}, v.pending}, at::kLong);
+    comm_.allreduce(flags, ReduceOp::kSum, "ckpt.errors")->wait();
+    again = settle(v, flags[0].item<int64_t>(), flags[1].item<int64_t>(), wait_all, &agreed_clean);
+  }
+  finish_agreement(agreed_clean);
+}
+
+void CheckpointWriter::finish_agreement(bool agreed_clean) {
   if (job_ && agreed_clean && (!opts_.all_writers || job_->committed)) retire_job();
+}
+
+CheckpointWriter::BoundaryVote CheckpointWriter::boundary_vote() {
+  boundary_vote_ = local_vote();
+  return {boundary_vote_.error.empty() ? 0 : 1, boundary_vote_.pending};
+}
+
+void CheckpointWriter::settle_boundary(int64_t errors, int64_t pending) {
+  if (!job_) return;  // job_ is held over the same steps on every rank (see agree)
+  bool agreed_clean = false;
+  settle(boundary_vote_, errors, pending, /*wait_all=*/false, &agreed_clean);
+  finish_agreement(agreed_clean);
 }
 
 void CheckpointWriter::retire_job() {

@@ -20,7 +20,7 @@ struct BenchArgs {
 int bench(World& w, const std::string& op, const BenchArgs& a) {
   if (a.min_bytes <= 0 || a.max_bytes < a.min_bytes || a.iters <= 0)
     throw CollectiveError("bench " + op + ": need 0 < --min-bytes <= --max-bytes and --iters > 0");
-  MpiCommunicator comm(w.comm());
+  MpiCommunicator comm(w.mpi_comm());
   for (const auto& r : bench_collective(comm, op, a.min_bytes, a.max_bytes, a.iters)) {
     if (w.rank() != 0) continue;
     nlohmann::json j = {{"op", op}, {"world_size", w.size()},       {"bytes", r.bytes},

@@ -17,7 +17,7 @@ namespace hpctrain {
 namespace {
 
 int on_rank0(World& w, const char* what, const std::function<void()>& body) {
-  run_on_rank0(w.comm(), std::string("ckpt ") + what, [&] {
+  run_on_rank0(w.mpi_comm(), std::string("ckpt ") + what, [&] {
     try {
       body();
     } catch (const Error& e) {

@@ -15,7 +15,7 @@ namespace {
 
 int on_rank0(World& w, const std::function<std::string()>& work) {
   std::string done;
-  run_on_rank0(w.comm(), "", [&] { done = work(); });
+  run_on_rank0(w.mpi_comm(), "", [&] { done = work(); });
   if (w.rank() == 0) std::printf("%s\n", done.c_str());
   return 0;
 }

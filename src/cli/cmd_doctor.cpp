@@ -9,8 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "comm/small_collectives.h"
 #include "comm/host_pairs.h"
-#include "comm/router.h"
+#include "comm/open_run.h"
 #include "comm/selftest.h"
 #include "runtime/build_id.h"
 #include "dataset/h5_util.h"
@@ -100,23 +101,16 @@ void print_network(const std::vector<nlohmann::json>& reports,
 }
 
 int doctor(World& w, const std::string& device_spec) {
-  DeviceChoice dev = choose_device(device_spec, w.local_rank(), w.local_size(),
-                                   visible_cuda_devices());
-  activate_device(dev);
-  DeviceRouter comm(w.comm(), dev.cuda ? dev.index : -1);
+  RunContext run = open_run(w, device_spec);
+  const DeviceChoice& dev = run.dev;
+  DeviceRouter& comm = *run.comm;
 
-  // Gather every rank's report as bytes over the communicator (itself a first test of it).
-  std::string mine = rank_report(w, dev).dump();
-  at::Tensor bytes = at::empty({static_cast<int64_t>(mine.size())}, at::kByte);
-  std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
-  std::vector<at::Tensor> parts;
-  comm.allgather(bytes, &parts, "doctor.report")->wait();
-  auto pairs = measure_host_pairs(w.comm(), 4 << 20, 5);
+  // Gather every rank's report over the communicator (itself a first test of it).
+  std::vector<std::string> parts = allgather_strings(comm, rank_report(w, dev).dump(), "doctor.report");
+  auto pairs = measure_host_pairs(w.mpi_comm(), 4 << 20, 5);
   if (w.rank() == 0) {
     std::vector<nlohmann::json> reports;
-    for (auto& p : parts)
-      reports.push_back(nlohmann::json::parse(std::string(
-          static_cast<const char*>(p.data_ptr()), static_cast<size_t>(p.numel()))));
+    for (auto& p : parts) reports.push_back(nlohmann::json::parse(p));
     print_table(reports, w.node_count());
     print_network(reports, pairs);
   }
@@ -138,8 +132,7 @@ int doctor(World& w, const std::string& device_spec) {
                   results.size(), bad);
     failed += bad;
   }
-  int any = 0;
-  HPC_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_SUM, w.comm()));
+  int any = static_cast<int>(sum_over_ranks(comm, failed, "doctor.failed"));
   if (w.rank() == 0) std::printf(any ? "doctor: FAILED (%d failed checks over all ranks)\n" : "doctor: OK\n", any);
   return any ? 1 : 0;
 }

@@ -1,6 +1,8 @@
 #include "comm/communicator.h"
 
 #include <ATen/ATen.h>
+#include "runtime/tensor_text.h"
+
 #include <c10/core/Device.h>
 
 #include "runtime/check.h"
@@ -71,20 +73,6 @@ WorkHandle Communicator::allgather_into(at::Tensor input, at::Tensor output, std
   for (int r = 0; r < size(); ++r) works.push_back(broadcast(flat.narrow(0, r * n, n), r, tag));
   for (auto& w : works) w->wait();
   return std::make_shared<CompletedWork>();
-}
-
-std::string dtype_name(at::ScalarType s) {
-  switch (s) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
-    default: return c10::toString(s);
-  }
 }
 
 OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag) {

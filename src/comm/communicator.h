@@ -85,8 +85,6 @@ void check_flat_collective(const Communicator& c, const at::Tensor& block, const
 // True when `block` is exactly block `rank` of `flat` (an in-place allgather_into).
 bool is_own_block(const at::Tensor& block, const at::Tensor& flat, int rank);
 
-// The dtype as reports name it: "float32", "bfloat16", "int64", ...
-std::string dtype_name(at::ScalarType s);
 // The OpInfo of `op` on `t` (undefined for barrier: dtype "none"), seq left for the backend.
 OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag);
 

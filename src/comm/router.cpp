@@ -11,20 +11,11 @@ DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device, CommSettings settin
                     ? std::make_shared<Watchdog>(parent, settings.collective_timeout_s)
                     : nullptr),
       mpi_(std::make_unique<MpiCommunicator>(parent, settings, watchdog_)) {
-  if (cuda_device >= 0) {
-#ifdef HPCTRAIN_HAVE_CUDA
-    nccl_ = make_nccl_communicator(parent, cuda_device, settings, watchdog_);
-#else
-    throw Error("this hpctrain was built without CUDA/NCCL; cannot communicate CUDA tensors");
-#endif
-  }
+  // CUDA builds: comm/nccl/; others: comm/nccl_nocuda.cpp (refuses, naming why).
+  if (cuda_device >= 0) nccl_ = make_nccl_communicator(parent, cuda_device, settings, watchdog_);
 }
 
 DeviceRouter::~DeviceRouter() = default;
-
-#ifndef HPCTRAIN_HAVE_CUDA
-std::string nccl_version_string() { return ""; }
-#endif
 
 int DeviceRouter::rank() const { return mpi_->rank(); }
 int DeviceRouter::size() const { return mpi_->size(); }

@@ -52,7 +52,8 @@ class DeviceRouter final : public Communicator {
   std::unique_ptr<Communicator> mpi_, nccl_;
 };
 
-// NCCL backend factory; defined only in CUDA builds (comm/nccl/). `watchdog` may be null.
+// NCCL backend factory (comm/nccl/ in CUDA builds; without CUDA, comm/nccl_nocuda.cpp throws
+// hpctrain::Error). `watchdog` may be null.
 std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device,
                                                      const CommSettings& settings,
                                                      std::shared_ptr<Watchdog> watchdog);

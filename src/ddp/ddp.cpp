@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstring>
 
+#include "comm/small_collectives.h"
 #include "runtime/check.h"
+#include "runtime/clock.h"
+#include "runtime/tensor_text.h"
 
 namespace hpctrain {
 namespace {
@@ -29,17 +32,7 @@ class GradReadyHook final : public torch::autograd::FunctionPostHook {
   size_t index_;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
-
-std::string shape_string(at::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
 
 namespace {
 NamedTensors module_params(torch::nn::Module& m) {
@@ -103,14 +96,10 @@ void DistributedDataParallel::check_same_parameters() {
   for (size_t i = 0; i < params_.size(); ++i)
     mine += names_[i] + " " + c10::toString(params_[i].scalar_type()) + " " +
             shape_string(params_[i].sizes()) + "\n";
-  at::Tensor bytes = at::empty({static_cast<int64_t>(mine.size())}, at::kByte);
-  if (!mine.empty()) std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
-  std::vector<at::Tensor> all;
   // Always over the CPU backend: this is metadata.
-  comm_.allgather(bytes, &all, "ddp.check_parameters")->wait();
-  auto lines = [](const at::Tensor& t) {
+  std::vector<std::string> all = allgather_strings(comm_, mine, "ddp.check_parameters");
+  auto lines = [](const std::string& s) {
     std::vector<std::string> out;
-    std::string s(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()));
     size_t p = 0;
     while (p < s.size()) {
       size_t e = s.find('\n', p);

@@ -116,7 +116,4 @@ class DistributedDataParallel {
   DdpStepStats stats_;
 };
 
-// "[64, 32, 3, 3]"
-std::string shape_string(at::IntArrayRef sizes);
-
 }  // namespace hpctrain

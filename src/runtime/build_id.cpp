@@ -59,7 +59,7 @@ void check_same_build(World& world) {
   std::snprintf(mine.id, sizeof(mine.id), "%s", build_id().c_str());
   std::snprintf(mine.host, sizeof(mine.host), "%s", world.hostname().c_str());
   std::vector<Rec> all(world.size());
-  HPC_MPI_CHECK(MPI_Allgather(&mine, sizeof(Rec), MPI_BYTE, all.data(), sizeof(Rec), MPI_BYTE, world.comm()));
+  HPC_MPI_CHECK(MPI_Allgather(&mine, sizeof(Rec), MPI_BYTE, all.data(), sizeof(Rec), MPI_BYTE, world.mpi_comm()));
   const std::string ref = all[0].id;
   // host -> (build, ranks), in order of first rank; the hosts that agree with rank 0 only if
   // some other host differs.

@@ -50,8 +50,6 @@ World& World::init(int* argc, char*** argv) {
   } else {
     HPC_MPI_CHECK(MPI_Query_thread(&w->thread_level_));
   }
-  // Forced lower thread level, for testing the check (the real library grants MULTIPLE).
-  if (const char* lvl = std::getenv("HPCTRAIN_TEST_THREAD_LEVEL")) w->thread_level_ = std::atoi(lvl);
   g_world = w;
   std::atexit(finalize_at_exit);
   // The rank first: the guard prints a CollectiveError on rank 0 only, so even the error

@@ -31,7 +31,7 @@ class World {
   int node_count() const { return node_count_; }
   const std::string& hostname() const { return hostname_; }
   // A private duplicate of MPI_COMM_WORLD for runtime-level collectives (topology, agreement).
-  MPI_Comm comm() const { return comm_; }
+  MPI_Comm mpi_comm() const { return comm_; }
   // The thread level MPI granted.
   int thread_level() const { return thread_level_; }
   // Version string of the MPI library (MPI_Get_library_version, first line).

@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "ckpt/checkpoint.h"
-#include "comm/router.h"
+#include "comm/open_run.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
-#include "ddp/ddp.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "runtime/device.h"
 #include "runtime/world.h"
 #include "train/evaluate.h"
@@ -52,11 +52,10 @@ ModelFactory factory_for(const CheckpointState& st, const EvalRequest& req) {
 
 nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactory factory) {
   auto t0 = std::chrono::steady_clock::now();
-  DeviceChoice dev = choose_device(req.device, w.local_rank(), w.local_size(), visible_cuda_devices());
-  activate_device(dev);
-  c10::Device device = dev.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index))
-                                : c10::Device(c10::kCPU);
-  DeviceRouter comm(w.comm(), dev.cuda ? dev.index : -1);
+  RunContext run = open_run(w, req.device);
+  const DeviceChoice& dev = run.dev;
+  const c10::Device device = run.device;
+  DeviceRouter& comm = *run.comm;
   LoaderOptions lo;
   lo.batch_size = req.batch_size;
   lo.shuffle = false;
@@ -66,7 +65,7 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
   ModelPtr model;
   std::unique_ptr<Loss> loss;
   CheckpointState st;
-  agree_on_failure(w.comm(), [&] {
+  agree_on_failure(w.mpi_comm(), [&] {
     st = read_checkpoint(req.ckpt, device);
     std::string loss_name = "cross_entropy", targets_key = "targets";
     if (st.meta.contains("config")) {

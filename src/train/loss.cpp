@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 
-#include "ddp/ddp.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 
 namespace hpctrain {
 

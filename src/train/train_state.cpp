@@ -6,11 +6,23 @@
 #include <torch/optim/sgd.h>
 
 #include <map>
+#include <optional>
 
 #include "ddp/ddp.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
+namespace {
+
+// The CUDA device the model's parameters live on, if any: its default generator draws the
+// run's GPU random numbers (dropout masks, augmentations on the GPU).
+std::optional<c10::Device> cuda_device_of(Model& model) {
+  for (const auto& [name, t] : model.named_parameters())
+    if (t.defined() && t.is_cuda()) return t.device();
+  return std::nullopt;
+}
+
+}  // namespace
 namespace {
 
 std::map<void*, std::string> param_names(Model& model) {
@@ -42,6 +54,8 @@ CheckpointState capture_model_state(Model& model, const TrainProgress& p,
   for (auto& [name, b] : model.named_buffers())
     if (b.defined()) st.tensors.emplace_back("model/" + name, b);
   st.tensors.emplace_back("state/rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  if (auto dev = cuda_device_of(model))
+    st.tensors.emplace_back("state/rng.cuda", at::globalContext().defaultGenerator(*dev).get_state());
   st.meta = extra_meta;
   st.meta["epoch"] = p.epoch;
   st.meta["train_step"] = p.step;
@@ -110,6 +124,12 @@ TrainProgress restore_model_state(const CheckpointState& st, Model& model) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(it->second.cpu());
   }
+  // A CPU checkpoint resumed on a GPU (or the reverse) has no generator state to carry over.
+  if (auto it = saved.find("state/rng.cuda"); it != saved.end())
+    if (auto dev = cuda_device_of(model)) {
+      at::Generator gen = at::globalContext().defaultGenerator(*dev);
+      gen.set_state(it->second.cpu());
+    }
   TrainProgress p;
   const auto& m = st.meta;
   p.epoch = m.value("epoch", int64_t{0});

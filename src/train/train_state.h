@@ -3,11 +3,13 @@
 // Contract:
 // - capture(): model/<name> for every parameter and buffer (plain dotted names, no "module."
 //   prefix), optim/<param name>.<slot> for optimizer state (SGD momentum_buffer; AdamW
-//   exp_avg, exp_avg_sq, step), state/rng.cpu (+ state/rng.cuda on GPUs); metadata: epoch,
+//   exp_avg, exp_avg_sq, step), state/rng.cpu, and state/rng.cuda (the default CUDA generator of the model's
+//   device) when the model is on a GPU; metadata: epoch,
 //   step, sampler position (global samples consumed, so it survives a world-size change),
 //   loss-scaler state, schedule, config, model name and data shape (so `hpctrain eval` can
 //   rebuild the model from the checkpoint alone).
-// - restore() is the inverse; a checkpoint of another model is an error listing missing keys,
+// - restore() is the inverse (state/rng.cuda only when both checkpoint and model have it: a
+//   CPU checkpoint resumed on a GPU keeps the GPU's fresh generator, and the reverse); a checkpoint of another model is an error listing missing keys,
 //   unexpected keys and shape mismatches (through load_model's rules).
 #pragma once
 

@@ -6,18 +6,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "comm/router.h"
+#include "comm/open_run.h"
 #include "comm/wait_meter.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "runtime/device.h"
 #include "runtime/trace.h"
 #include "runtime/world.h"
@@ -28,6 +28,7 @@
 #include "train/optim.h"
 #include "train/preempt.h"
 #include "train/progress.h"
+#include "train/step_boundary.h"
 #include "train/step_stats.h"
 #include "train/trace_file.h"
 #include "train/train_state.h"
@@ -55,15 +56,14 @@ nlohmann::json train(World& world, const TrainConfig& config, ModelFactory facto
 
 void Trainer::State::setup() {
   // Decisions every rank reaches identically come first, before any data or device is touched.
-  dev = choose_device(cfg.device, world.local_rank(), world.local_size(), visible_cuda_devices());
-  check_amp(cfg.amp, dev.cuda);
-  activate_device(dev);
-  device = dev.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index))
-                    : c10::Device(c10::kCPU);
   CommSettings cs = CommSettings::from_env();  // HPCTRAIN_COLLECTIVE_TIMEOUT / _DEBUG_COLLECTIVES
   if (cfg.collective_timeout != CommSettings::kDefaultTimeoutS) cs.collective_timeout_s = cfg.collective_timeout;
   if (cfg.debug_collectives) cs.debug_collectives = true;
-  comm = std::make_unique<DeviceRouter>(world.comm(), dev.cuda ? dev.index : -1, cs);
+  RunContext run = open_run(world, cfg.device, cs);
+  dev = run.dev;
+  device = run.device;
+  comm = std::move(run.comm);
+  check_amp(cfg.amp, dev.cuda);
   // Per-rank wait accounting for the straggler report (off with --straggler-threshold 0).
   CollectiveWaitMeter::get().enable(cfg.straggler_threshold > 0);
   straggler = std::make_unique<StragglerWatch>(
@@ -85,7 +85,7 @@ void Trainer::State::setup() {
   eo.shuffle = false;
   eo.augment = false;
   // Every rank validates the same files: a bad one is reported once, by rank 0.
-  agree_on_failure(world.comm(), [&] {
+  agree_on_failure(world.mpi_comm(), [&] {
     train = std::make_unique<Loader>(split_files(cfg.data, "train"), world.size(), world.rank(), lo);
     test = std::make_unique<Loader>(split_files(cfg.data, "test"), world.size(), world.rank(), eo);
     const DatasetInfo &a = train->info(), &b = test->info();
@@ -109,19 +109,10 @@ void Trainer::State::setup() {
   scaler = LossScaler(cfg.amp == "fp16");
 
   rep = std::make_unique<Reporter>(world.rank() == 0);
-  if (!cfg.ckpt_dir.empty()) {
-    CheckpointOptions co;
-    co.dir = cfg.ckpt_dir;
-    co.shard_mb = cfg.ckpt_shard_mb;
-    co.keep = static_cast<int>(cfg.ckpt_keep);
-    co.async = cfg.ckpt_async;
-    co.compress = cfg.ckpt_compress;
-    co.all_writers = cfg.ckpt_writers == "all";
-    writer = std::make_unique<CheckpointWriter>(co, *comm);
-  }
-  agree_on_failure(world.comm(), [&] { resume(); });  // every rank reads the same checkpoint
+  ckpt = std::make_unique<CheckpointSession>(cfg, *comm, model_entry, *rep);
+  agree_on_failure(world.mpi_comm(), [&] { resume(); });  // every rank reads the same checkpoint
   // Only now, with every input validated, may the metrics file of a previous run be replaced.
-  run_on_rank0(world.comm(), "", [&] {
+  run_on_rank0(world.mpi_comm(), "", [&] {
     rep->open_tensorboard(cfg.tensorboard, step);
     rep->open_metrics(cfg.metrics, cfg.to_json());
   });
@@ -159,17 +150,38 @@ std::vector<double> Trainer::State::peak_memory_per_rank() {
   return out;
 }
 
-// The signal handler only set a flag; here the ranks agree on it, so a rank that got no signal
-// still takes part in the final checkpoint.
-bool Trainer::State::preemption_agreed() {
-  int local = preemption_signal() != 0 ? 1 : 0;
-  // Test hook: rank 0 alone behaves as if signalled after step N (deterministic preemption).
-  static const long fake = std::getenv("HPCTRAIN_TEST_PREEMPT_AT_STEP")
-                               ? std::atol(std::getenv("HPCTRAIN_TEST_PREEMPT_AT_STEP")) : 0;
-  if (fake > 0 && step == fake && world.rank() == 0) local = 1;
-  at::Tensor flag = at::full({1}, local, at::kInt);
-  if (world.size() > 1) comm->allreduce(flag, ReduceOp::kMax, "preempt.flag")->wait();
-  return flag.item<int>() != 0;
+// The one agreement per step (train/step_boundary.h): the preemption flag (the signal handler
+// only set it; a rank that got no signal still joins the final checkpoint) and the checkpoint
+// writer's error/pending vote ride in one allreduce. Returns whether to stop for preemption.
+bool Trainer::State::step_boundary() {
+  BoundaryVotes mine;
+  mine.preempt = preemption_signal() != 0 ? 1 : 0;
+  CheckpointWriter::BoundaryVote w = ckpt->vote();
+  mine.ckpt_error = w.error;
+  mine.ckpt_pending = w.pending;
+  BoundaryVotes all = agree_at_boundary(*comm, mine);
+  ckpt->settle(all.ckpt_error, all.ckpt_pending);
+  return all.preempt > 0;
+}
+
+// --resume: every rank reads the same checkpoint and continues from the same step.
+void Trainer::State::resume() {
+  std::optional<TrainProgress> p = ckpt->resume(*model, *opt, device, world.size(), global_batch);
+  if (!p) return;
+  step = p->step;
+  start_epoch = p->sampler.epoch;
+  resume_pos = p->sampler;
+  scaler.restore(p->scaler_scale, p->scaler_good);
+}
+
+void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
+  TrainProgress p;
+  p.step = step;
+  p.epoch = epoch;
+  p.sampler = train->position();
+  p.scaler_scale = scaler.scale();
+  p.scaler_good = scaler.good_steps();
+  ckpt->save(p, *model, *opt, train->info(), sync);
 }
 
 void Trainer::State::train_step(const Batch& b) {
@@ -283,11 +295,7 @@ nlohmann::json Trainer::run() {
       ++s.step;
       s.stats.set_data_wait(s.train->data_wait_seconds());
       if (s.step % s.cfg.log_every == 0 || s.step == s.total_steps) s.log_interval(epoch);
-      if (s.writer) {
-        s.writer->check_errors();
-        s.report_checkpoints();
-      }
-      if (s.preemption_agreed()) {
+      if (s.step_boundary()) {
         preempted = true;
         break;
       }
@@ -302,20 +310,16 @@ nlohmann::json Trainer::run() {
     s.rep->message("hpctrain train: preemption signal received (" + std::to_string(preemption_signal()) +
                    " on rank 0); checkpointing at step " + std::to_string(s.step));
     s.save_checkpoint(epoch, /*sync=*/true);
-    s.report_checkpoints(s.step);
-    if (const char* job = std::getenv("SLURM_JOB_ID"); job && s.world.rank() == 0 &&
-        !std::getenv("HPCTRAIN_NO_REQUEUE")) {
-      std::string cmd = std::string("scontrol requeue ") + job;
-      int rc = std::system(cmd.c_str());
-      s.rep->message("hpctrain train: " + cmd + (rc == 0 ? " done" : " FAILED (rc " + std::to_string(rc) + ")"));
-    }
+    s.ckpt->report(s.step);
+    // Requeueing is the launcher's job: the caller exits kPreemptedExitCode (75) and
+    // slurm/train.sbatch requeues on it.
     return {{"preempted", true}, {"steps", s.step}, {"world_size", s.world.size()}};
   }
   if (!evaluated_at_end) last_eval = s.run_eval(std::max<int64_t>(epoch - 1, 0));
-  if (s.writer) {
+  if (s.ckpt->writes()) {
     s.save_checkpoint(std::max<int64_t>(epoch - 1, 0), /*sync=*/false);
-    s.writer->finish();
-    s.report_checkpoints(s.step);
+    s.ckpt->finish();
+    s.ckpt->report(s.step);
   }
   std::vector<double> peaks = s.peak_memory_per_rank();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,6 +15,7 @@
 #include "ddp/sync_batchnorm.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "train/model_registry.h"
 #include "train/trainer_state_impl.h"
 
@@ -57,7 +58,7 @@ std::string last_line(const std::string& what) {
 // The model behind the interface, on the run's device, with SyncBN when asked. Collective:
 // every rank builds the same model and reaches the same verdict on it.
 void Trainer::State::build_model() {
-  agree_on_failure(world.comm(), [&] {
+  agree_on_failure(world.mpi_comm(), [&] {
     if (!model_entry.factory) {
       try {
         model_entry = resolve_model(cfg.model, cfg.model_lib);
@@ -124,7 +125,7 @@ void Trainer::State::check_model_output() {
   std::vector<int64_t> xs{b}, ys{b};
   xs.insert(xs.end(), info.sample_shape.begin(), info.sample_shape.end());
   ys.insert(ys.end(), info.target_shape.begin(), info.target_shape.end());
-  agree_on_failure(world.comm(), [&] {
+  agree_on_failure(world.mpi_comm(), [&] {
     at::Tensor x = at::zeros(xs, at::TensorOptions().device(device));
     at::Tensor y = info.classification ? at::zeros(ys, at::TensorOptions().dtype(at::kLong).device(device))
                                        : at::zeros(ys, at::TensorOptions().device(device));

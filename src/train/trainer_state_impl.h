@@ -1,6 +1,6 @@
 // Trainer::State, shared by the trainer's translation units (trainer.cpp: set-up, step, loop,
-// evaluation; trainer_model.cpp: building and checking the model; trainer_ckpt.cpp: resume and
-// checkpoints). Private to src/train.
+// evaluation; trainer_model.cpp: building and checking the model). The checkpoint side (writer,
+// resume, capture timing, records) is its own object, CheckpointSession. Private to src/train.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "ckpt/checkpoint.h"
+#include "train/checkpoint_session.h"
 #include "comm/router.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
@@ -40,16 +40,14 @@ struct Trainer::State {
   ModelEntry model_entry;
   ModelPtr model;
   std::unique_ptr<Loss> loss;
-  at::Tensor archive_tensor;  // model_entry.archive as uint8, for checkpoints
   std::unique_ptr<DistributedDataParallel> ddp;
   std::vector<at::Tensor> params;
   std::unique_ptr<TrainOptimizer> opt;
   std::unique_ptr<LrSchedule> sched;
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
-  std::unique_ptr<CheckpointWriter> writer;
+  std::unique_ptr<CheckpointSession> ckpt;
   std::optional<SamplerPosition> resume_pos;
-  std::map<int64_t, double> capture_s;  // checkpoint step -> time to gather its state (stall)
   StepStats stats;
   std::unique_ptr<StragglerWatch> straggler;
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
@@ -71,8 +69,7 @@ struct Trainer::State {
   void log_interval(int64_t epoch);
   void resume();
   void save_checkpoint(int64_t epoch, bool sync);
-  void report_checkpoints(int64_t final_step = -1);
-  bool preemption_agreed();
+  bool step_boundary();
   std::vector<double> peak_memory_per_rank();
   std::string optimizer_line() const;
   EvalResult run_eval(int64_t epoch);

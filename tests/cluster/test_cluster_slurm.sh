@@ -5,7 +5,7 @@
 #   a. `sbatch --wait --nodes=2 --ntasks-per-node=2` runs `srun --mpi=pmix` across both hosts:
 #      4 ranks on 2 nodes, local ranks 0,1 on each host, exit 0, the JSON summary in the log.
 #   b. the same job signalled mid-training (`scancel --signal=USR1 --batch`): it checkpoints,
-#      rank 0 requeues it, it restarts on both hosts, resumes and finishes with bitwise the
+#      every rank exits 75, train.sbatch requeues it, it restarts on both hosts, resumes and finishes with bitwise the
 #      parameters of job a.
 # Skips (exit 0, "SKIPPED: ...") when Slurm/munge are missing and cannot be installed, or netns
 # is unavailable.
@@ -42,10 +42,11 @@ SLURM_JOBS+=("$J")
 progress() { [ -f "$WORK/runB/metrics.jsonl" ] && grep -q '"type":"train"' "$WORK/runB/metrics.jsonl"; }
 wait_for 180 "job $J to report training progress" progress
 $SLURM_RUN scancel --signal=USR1 --batch "$J"
-requeued() { grep -q "scontrol requeue $J done" "$WORK/b.log" && [ "$(job_field "$J" JobState)" = PENDING ]; }
+requeued() { grep -q "exit 75 (checkpointed for preemption): scontrol requeue $J$" "$WORK/b.log" && [ "$(job_field "$J" JobState)" = PENDING ]; }
 wait_for 120 "job $J to checkpoint and requeue itself" requeued
 stop_step=$(sed -n 's/.*preemption signal received.*checkpointing at step \([0-9]*\).*/\1/p' "$WORK/b.log" | head -1)
 [ -n "$stop_step" ] && [ "$stop_step" -lt $TOTAL ] || { tail -20 "$WORK/b.log"; fail "no mid-training preemption checkpoint (step '$stop_step' of $TOTAL)"; }
+wait_for 60 "job $J's old steps to be cleaned up" job_steps_gone "$J"
 $SLURM_RUN scontrol update jobid="$J" StartTime=now
 wait_for 300 "requeued job $J to finish" job_finished "$J"
 [ "$(job_field "$J" JobState)" = COMPLETED ] || { tail -20 "$WORK/b.log"; fail "job $J ended $(job_field "$J" JobState)"; }

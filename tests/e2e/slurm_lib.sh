@@ -28,6 +28,11 @@ summary_field() { /usr/bin/python3 -c "
 import json,sys
 lines=[l for l in open(sys.argv[1]) if l.startswith('{')]
 print(json.loads(lines[-1])[sys.argv[2]])" "$1" "$2"; }
+# No slurmstepd of job $1 is left (its steps of the last run have been cleaned up). A requeued
+# job normally waits ~2 min on BeginTime; a test that releases it at once must first wait for
+# this, or the new run's step $1.0 collides with the old one's ("aborted before step completely
+# launched").
+job_steps_gone() { ! pgrep -f "slurmstepd: \[$1\." >/dev/null; }
 job_finished() { local s; s=$(job_field "$1" JobState); [ "$s" = COMPLETED ] || [ "$s" = FAILED ] || [ "$s" = CANCELLED ] || [ -z "$s" ]; }
 # slurm_train_setup RANKS EPOCHS: the data set and `train` flags of both Slurm tests (cnn with
 # --sync-bn, 16 per rank); sets D, TOTAL (steps) and common, exports what train.sbatch reads.

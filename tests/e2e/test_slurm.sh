@@ -5,7 +5,7 @@
 #      the job log; inside the same kind of allocation, mpirun's 2 ranks are ranks 0 and 1 with
 #      local ranks 0 and 1 (`hpctrain doctor`) although both inherit SLURM_PROCID=0.
 #   b. the same run (srun launcher) signalled mid-training with `scancel --signal=USR1 --batch`:
-#      it checkpoints, rank 0 requeues the job, the job restarts, resumes from that checkpoint
+#      it checkpoints, every rank exits 75, train.sbatch requeues the job on 75, the job restarts, resumes from that checkpoint
 #      and finishes; its final parameters equal run a's bitwise.
 #   c. slurm/scaling.sbatch sweeps 1 and 2 ranks (weak and strong) inside one allocation and writes the CSV, with
 #      efficiency = throughput(2) / (2 * throughput(1)).
@@ -77,13 +77,14 @@ JOBS+=("$J")
 progress() { [ -f "$WORK/runB/metrics.jsonl" ] && grep -q '"type":"train"' "$WORK/runB/metrics.jsonl"; }
 wait_for 180 "job $J to report training progress" progress
 scancel --signal=USR1 --batch "$J"
-requeued() { grep -q "scontrol requeue $J done" "$WORK/b.log" && [ "$(job_field "$J" JobState)" = PENDING ]; }
+requeued() { grep -q "exit 75 (checkpointed for preemption): scontrol requeue $J$" "$WORK/b.log" && [ "$(job_field "$J" JobState)" = PENDING ]; }
 wait_for 120 "job $J to checkpoint and requeue itself" requeued
 grep -q "USR1 received, forwarding to ranks" "$WORK/b.log" || fail "the batch shell did not forward USR1"
 stop_step=$(sed -n 's/.*preemption signal received.*checkpointing at step \([0-9]*\).*/\1/p' "$WORK/b.log" | head -1)
 [ -n "$stop_step" ] && [ "$stop_step" -lt $TOTAL ] || { tail -20 "$WORK/b.log"; fail "no mid-training preemption checkpoint (step '$stop_step' of $TOTAL)"; }
-ok "b. USR1 to the batch shell -> checkpoint at step $stop_step of $TOTAL, rank 0 requeued job $J (pending, reason $(job_field "$J" Reason))"
+ok "b. USR1 to the batch shell -> checkpoint at step $stop_step of $TOTAL, exit 75, train.sbatch requeued job $J (pending, reason $(job_field "$J" Reason))"
 # A requeued job waits ~2 min on BeginTime; release it now.
+wait_for 60 "job $J's old steps to be cleaned up" job_steps_gone "$J"
 scontrol update jobid="$J" StartTime=now
 wait_for 400 "requeued job $J to finish" job_finished "$J"
 [ "$(job_field "$J" JobState)" = COMPLETED ] || { tail -20 "$WORK/b.log"; fail "job $J ended $(job_field "$J" JobState) exit $(job_field "$J" ExitCode)"; }

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   int rc = RUN_ALL_TESTS();
   // Every rank's result counts: the test fails if any rank failed.
   int any = 0;
-  MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, world.comm());
+  MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, world.mpi_comm());
   world.finalize();
   return any;
 }

@@ -9,7 +9,7 @@ namespace hpctrain::testing {
 World& world() { return World::get(); }
 
 Communicator& cpu_comm() {
-  static auto comm = std::make_unique<DeviceRouter>(world().comm(), -1);
+  static auto comm = std::make_unique<DeviceRouter>(world().mpi_comm(), -1);
   return *comm;
 }
 

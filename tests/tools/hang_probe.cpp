@@ -30,7 +30,7 @@ using namespace hpctrain;
 namespace {
 
 int probe(World& w, const std::string& scenario, int k, int steps) {
-  DeviceRouter comm(w.comm(), -1);
+  DeviceRouter comm(w.mpi_comm(), -1);
   const double timeout = CommSettings::from_env().collective_timeout_s;
   const int last = w.size() - 1;
   for (int step = 0; step < steps; ++step) {

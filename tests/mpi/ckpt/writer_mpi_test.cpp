@@ -15,7 +15,7 @@
 #include "runtime/check.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;
@@ -32,11 +32,11 @@ struct SharedDir {
       std::string tmpl = (fs::temp_directory_path() / "hpctrain_ckpt_mpi_XXXXXX").string();
       std::snprintf(buf, sizeof buf, "%s", mkdtemp(tmpl.data()));
     }
-    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().comm());
+    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().mpi_comm());
     path = buf;
   }
   ~SharedDir() {
-    MPI_Barrier(world().comm());
+    MPI_Barrier(world().mpi_comm());
     if (world().rank() == 0) fs::remove_all(path);
   }
 };
@@ -75,7 +75,7 @@ TEST_P(Writers, SaveVerifyAndReadBackOnEveryRank) {
     w.check_errors();
   }
   w.finish();
-  MPI_Barrier(world().comm());
+  MPI_Barrier(world().mpi_comm());
   auto r = find_resume(d.path, "auto");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(*r, d.path + "/step-00000300");
@@ -109,12 +109,13 @@ TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
   // The last rank fails after its shard (shard index == its rank in all_writers mode).
   int bad = world().size() - 1;
   std::string point = "after_shard:" + std::to_string(bad);
-  if (world().rank() == bad) setenv("HPCTRAIN_CKPT_FAULT", point.c_str(), 1);
-  w.save(2, big_state(2));
-  expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
-                                ": injected checkpoint fault at " + point);
-  unsetenv("HPCTRAIN_CKPT_FAULT");
-  MPI_Barrier(world().comm());
+  {
+    InjectFault fault(point, world().rank() == bad);
+    w.save(2, big_state(2));
+    expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
+                                  ": injected checkpoint fault at " + point);
+  }
+  MPI_Barrier(world().mpi_comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");
   EXPECT_TRUE(fs::exists(d.path + "/step-00000002.tmp"));  // never committed
 }
@@ -122,19 +123,20 @@ TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
 TEST(WriterErrors, Rank0FaultIsRaisedOnAllRanksAtCheckErrors) {
   SharedDir d;
   CheckpointWriter w({d.path}, cpu_comm());
-  if (world().rank() == 0) setenv("HPCTRAIN_CKPT_FAULT", "before_manifest", 1);
-  w.save(5, sample_state(5));
-  // Step boundaries: the error must surface within a bounded number of them on every rank.
   std::string err;
-  for (int i = 0; i < 500 && err.empty(); ++i) {
-    try {
-      w.check_errors();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    } catch (const CollectiveError& e) {
-      err = e.what();
+  {
+    InjectFault fault("before_manifest", world().rank() == 0);
+    w.save(5, sample_state(5));
+    // Step boundaries: the error must surface within a bounded number of them on every rank.
+    for (int i = 0; i < 500 && err.empty(); ++i) {
+      try {
+        w.check_errors();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      } catch (const CollectiveError& e) {
+        err = e.what();
+      }
     }
   }
-  unsetenv("HPCTRAIN_CKPT_FAULT");
   EXPECT_NE(err.find("rank 0: injected checkpoint fault at before_manifest"), std::string::npos)
       << "rank " << world().rank() << ": " << err;
   EXPECT_NO_THROW(w.finish());
@@ -162,12 +164,12 @@ TEST_P(Writers, CheckErrorsIsFreeOnceTheWriteIsAgreedDone) {
   }
   // Every rank left the loop at the same boundary (it is decided by an agreement).
   int all[2] = {boundaries, -boundaries};
-  MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_MAX, world().comm());
+  MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_MAX, world().mpi_comm());
   EXPECT_EQ(all[0], -all[1]) << "rank " << world().rank() << " left after " << boundaries;
   int before = comm.ops;
   for (int i = 0; i < 50; ++i) w.check_errors();
   EXPECT_EQ(comm.ops, before);  // no collective per step without a checkpoint in flight
   w.finish();
-  MPI_Barrier(world().comm());
+  MPI_Barrier(world().mpi_comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000010");
 }

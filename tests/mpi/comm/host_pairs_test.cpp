@@ -15,7 +15,7 @@ namespace {
 using testing::world;
 
 TEST(HostPairs, OneHostHasNoPairsOnAnyRank) {
-  auto rows = measure_host_pairs(world().comm(), 1 << 16, 3);
+  auto rows = measure_host_pairs(world().mpi_comm(), 1 << 16, 3);
   EXPECT_TRUE(rows.empty());
 }
 

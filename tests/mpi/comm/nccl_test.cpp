@@ -21,7 +21,7 @@ TEST(Nccl, SelfTestOnCudaTensors) {
   if (w.local_size() > gpus) GTEST_SKIP() << "more local ranks than GPUs: NCCL test skipped";
   DeviceChoice dev = choose_device("cuda", w.local_rank(), w.local_size(), gpus);
   activate_device(dev);
-  DeviceRouter router(w.comm(), dev.index);
+  DeviceRouter router(w.mpi_comm(), dev.index);
   c10::Device d(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index));
   for (auto& r : run_collective_selftest(router, d)) EXPECT_TRUE(r.ok) << r.check << ": " << r.detail;
   // Mixing devices in one operation names both.

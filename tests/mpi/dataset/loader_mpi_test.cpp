@@ -41,19 +41,19 @@ std::string make_indexed_file(int64_t n) {
     H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, lab.data());
     H5Dclose(d), H5Sclose(s), H5Fclose(f);
   }
-  HPC_MPI_CHECK(MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().comm()));
+  HPC_MPI_CHECK(MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, world().mpi_comm()));
   return buf;
 }
 
 std::vector<int64_t> allgather(const std::vector<int64_t>& mine) {
   int n = int(mine.size()), w = world().size();
   std::vector<int> counts(w), displs(w);
-  HPC_MPI_CHECK(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, world().comm()));
+  HPC_MPI_CHECK(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, world().mpi_comm()));
   int total = 0;
   for (int r = 0; r < w; ++r) displs[r] = total, total += counts[r];
   std::vector<int64_t> all(total);
   HPC_MPI_CHECK(MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(),
-                               MPI_INT64_T, world().comm()));
+                               MPI_INT64_T, world().mpi_comm()));
   return all;
 }
 
@@ -92,6 +92,6 @@ TEST(LoaderMpi, RanksGetDisjointEqualSharesCoveringTheDataSet) {
   std::sort(all.begin(), all.end());
   ASSERT_EQ(int64_t(all.size()), n);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(all[i], i);
-  HPC_MPI_CHECK(MPI_Barrier(world().comm()));
+  HPC_MPI_CHECK(MPI_Barrier(world().mpi_comm()));
   if (world().rank() == 0) std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }

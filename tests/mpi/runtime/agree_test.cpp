@@ -16,13 +16,13 @@ using testing::world;
 
 TEST(Agree, NoFailureReturnsAndRunsTheBodyOnEveryRank) {
   int runs = 0;
-  agree_on_failure(world().comm(), [&] { ++runs; });
+  agree_on_failure(world().mpi_comm(), [&] { ++runs; });
   EXPECT_EQ(runs, 1);
 }
 
 TEST(Agree, FailureOnEveryRankIsACollectiveErrorWithRankZerosMessage) {
   try {
-    agree_on_failure(world().comm(), [&] { throw Error("bad file on rank " + std::to_string(world().rank())); });
+    agree_on_failure(world().mpi_comm(), [&] { throw Error("bad file on rank " + std::to_string(world().rank())); });
     FAIL() << "no exception";
   } catch (const CollectiveError& e) {
     EXPECT_EQ(std::string(e.what()), "bad file on rank 0");  // identical on every rank
@@ -32,7 +32,7 @@ TEST(Agree, FailureOnEveryRankIsACollectiveErrorWithRankZerosMessage) {
 TEST(Agree, RankZeroOnlyBodyErrorReachesEveryRankWithContext) {
   int runs = 0;
   try {
-    run_on_rank0(world().comm(), "ckpt verify", [&] {
+    run_on_rank0(world().mpi_comm(), "ckpt verify", [&] {
       ++runs;
       throw Error("checksum mismatch");
     });
@@ -41,7 +41,7 @@ TEST(Agree, RankZeroOnlyBodyErrorReachesEveryRankWithContext) {
     EXPECT_EQ(std::string(e.what()), "ckpt verify: checksum mismatch");
   }
   EXPECT_EQ(runs, world().rank() == 0 ? 1 : 0);
-  run_on_rank0(world().comm(), "", [] {});  // success: returns on every rank
+  run_on_rank0(world().mpi_comm(), "", [] {});  // success: returns on every rank
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #include "ckpt/dir_ops.h"
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;
@@ -45,7 +45,13 @@ CheckpointOptions opts(const std::string& dir) {
 // Run only as the child of CrashSafety (hidden from normal runs by the DISABLED_ prefix).
 TEST(CrashChild, DISABLED_WriteStep200) {
   const char* dir = std::getenv("HPCTRAIN_CKPT_CRASH_DIR");
+  const char* point = std::getenv("HPCTRAIN_CKPT_CRASH_POINT");
   ASSERT_NE(dir, nullptr);
+  ASSERT_NE(point, nullptr);
+  // Sleep at the point, for the parent's SIGKILL to land there.
+  ckpt::set_fault_hook([at = std::string(point)](const std::string& p) {
+    if (p == at) std::this_thread::sleep_for(std::chrono::seconds(600));
+  });
   ckpt::write_checkpoint_sync(opts(dir), 200, state_for(200));
 }
 
@@ -68,7 +74,7 @@ TEST_P(CrashSafety, KillDuringWriteLeavesOldOrNewCheckpoint) {
     }
     for (auto& v : mpi_vars) unsetenv(v.c_str());
     setenv("HPCTRAIN_CKPT_CRASH_DIR", d.path.c_str(), 1);
-    setenv("HPCTRAIN_CKPT_FAULT", (std::string("sleep@") + point).c_str(), 1);
+    setenv("HPCTRAIN_CKPT_CRASH_POINT", point, 1);
     // Keep the child's gtest chatter out of the parent's output.
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, STDOUT_FILENO);

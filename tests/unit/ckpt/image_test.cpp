@@ -14,7 +14,7 @@
 #include "ckpt/h5_tensor.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;

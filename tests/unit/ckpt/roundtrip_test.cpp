@@ -12,7 +12,7 @@
 #include "ckpt/reader.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;

@@ -10,7 +10,7 @@
 #include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
-#include "unit/ckpt/ckpt_test_util.h"
+#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;
@@ -111,10 +111,11 @@ TEST(Snapshot, RecyclesMatchingBuffersAndCopiesCurrentValues) {
 TEST(Writer, FailedWriteHasNoStats) {
   TempDir d;
   CheckpointWriter w({d.path}, cpu_comm());
-  setenv("HPCTRAIN_CKPT_FAULT", "before_manifest", 1);
-  w.save(2, sample_state(2));
-  EXPECT_THROW(w.finish(), CollectiveError);
-  unsetenv("HPCTRAIN_CKPT_FAULT");
+  {
+    InjectFault fault("before_manifest");
+    w.save(2, sample_state(2));
+    EXPECT_THROW(w.finish(), CollectiveError);
+  }
   EXPECT_TRUE(w.take_completed().empty());
 }
 
@@ -125,15 +126,16 @@ TEST(Writer, InjectedFaultRaisesAtNextBoundaryAndLeavesPreviousCheckpoint) {
   CheckpointWriter w(o, cpu_comm());
   w.save(1, sample_state(1));
   w.finish();
-  setenv("HPCTRAIN_CKPT_FAULT", "after_shard:0", 1);
-  w.save(2, sample_state(2));
   std::string err;
-  try {
-    w.finish();  // check_errors would raise it too, once the thread is done
-  } catch (const CollectiveError& e) {
-    err = e.what();
+  {
+    InjectFault fault("after_shard:0");
+    w.save(2, sample_state(2));
+    try {
+      w.finish();  // check_errors would raise it too, once the thread is done
+    } catch (const CollectiveError& e) {
+      err = e.what();
+    }
   }
-  unsetenv("HPCTRAIN_CKPT_FAULT");
   EXPECT_NE(err.find("checkpoint step-00000002 failed: rank 0: injected checkpoint fault at after_shard:0"),
             std::string::npos) << err;
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");

@@ -8,7 +8,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "support/test_world.h"
-#include "unit/ddp_syncbn/syncbn_test_util.h"
+#include "support/syncbn_test_util.h"
 
 using namespace hpctrain;
 using hpctrain::testing::max_rel_diff;

@@ -13,8 +13,8 @@
 #include "ddp/sync_bn_function.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
-#include "unit/ddp_syncbn/mirror_comm.h"
-#include "unit/ddp_syncbn/syncbn_test_util.h"
+#include "support/mirror_comm.h"
+#include "support/syncbn_test_util.h"
 
 using namespace hpctrain;
 using hpctrain::testing::cpu_comm;

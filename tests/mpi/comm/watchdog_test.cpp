@@ -27,14 +27,14 @@ OpInfo op(uint64_t seq, std::string tag) {
   return i;
 }
 
-void barrier() { HPC_MPI_CHECK(MPI_Barrier(world().comm())); }
+void barrier() { HPC_MPI_CHECK(MPI_Barrier(world().mpi_comm())); }
 
 }  // namespace
 
 // Every rank's progress arrives over the side channel, answered by the peers' watchdog
 // threads while their main threads are busy elsewhere (here: sleeping, then in a barrier).
 TEST(Watchdog, SideChannelReportsEveryRanksProgress) {
-  Watchdog wd(world().comm(), 60);
+  Watchdog wd(world().mpi_comm(), 60);
   auto& lane = wd.add_lane("mpi");
   const int r = world().rank(), n = world().size();
   wd.set_step(100 + r);
@@ -62,7 +62,7 @@ TEST(Watchdog, SideChannelReportsEveryRanksProgress) {
 TEST(Watchdog, CommunicatorFeedsTheLaneWithSeqStepAndEnd) {
   CommSettings s;
   s.collective_timeout_s = 60;
-  MpiCommunicator comm(world().comm(), s);
+  MpiCommunicator comm(world().mpi_comm(), s);
   ASSERT_NE(comm.watchdog(), nullptr);
   comm.set_step(7);
   at::Tensor t = at::ones({16});
@@ -79,7 +79,7 @@ TEST(Watchdog, CommunicatorFeedsTheLaneWithSeqStepAndEnd) {
 TEST(Watchdog, OffWhenTimeoutIsZero) {
   CommSettings s;
   s.collective_timeout_s = 0;
-  MpiCommunicator comm(world().comm(), s);
+  MpiCommunicator comm(world().mpi_comm(), s);
   EXPECT_EQ(comm.watchdog(), nullptr);
   comm.set_step(3);  // harmless
   comm.barrier("b")->wait();
@@ -89,7 +89,7 @@ TEST(Watchdog, OffWhenTimeoutIsZero) {
 TEST(Watchdog, SlowRankWithinTheDeadlineIsNotReported) {
   CommSettings s;
   s.collective_timeout_s = 3;
-  MpiCommunicator comm(world().comm(), s);
+  MpiCommunicator comm(world().mpi_comm(), s);
   at::Tensor t = at::ones({4});
   if (world().rank() == world().size() - 1)
     std::this_thread::sleep_for(std::chrono::milliseconds(1200));
@@ -103,7 +103,7 @@ TEST(DebugCollectives, MatchingOpsPassAndADesyncFailsEveryRankTheSameWay) {
   CommSettings s;
   s.collective_timeout_s = 60;
   s.debug_collectives = true;
-  MpiCommunicator comm(world().comm(), s);
+  MpiCommunicator comm(world().mpi_comm(), s);
   at::Tensor t = at::ones({4});
   comm.allreduce(t, ReduceOp::kSum, "same")->wait();
   EXPECT_EQ(t[0].item<float>(), world().size());

@@ -14,8 +14,8 @@
 #include <map>
 
 #include "runtime/check.h"
-#include "unit/ddp_syncbn/mirror_comm.h"
-#include "unit/ddp_syncbn/syncbn_test_util.h"
+#include "support/mirror_comm.h"
+#include "support/syncbn_test_util.h"
 
 using namespace hpctrain;
 using hpctrain::testing::MirrorComm;

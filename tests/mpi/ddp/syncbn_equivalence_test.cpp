@@ -10,7 +10,7 @@
 
 #include "runtime/check.h"
 #include "support/test_world.h"
-#include "unit/ddp_syncbn/syncbn_test_util.h"
+#include "support/syncbn_test_util.h"
 
 using namespace hpctrain;
 using hpctrain::testing::cpu_comm;

@@ -19,7 +19,7 @@ using namespace hpctrain;
 TEST(CudaDdp, WorldOfOneEqualsPlainTraining) {
   REQUIRE_GPU();
   activate_device({true, 0});
-  DeviceRouter comm(hpctrain::testing::world().comm(), 0);
+  DeviceRouter comm(hpctrain::testing::world().mpi_comm(), 0);
   c10::Device dev(c10::kCUDA, 0);
   torch::manual_seed(1);
   auto a = make_model("mlp", {1, 28, 28}, 10);

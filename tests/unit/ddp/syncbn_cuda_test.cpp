@@ -5,8 +5,8 @@
 #include <ATen/ATen.h>
 
 #include "support/test_world.h"
-#include "unit/ddp_syncbn/mirror_comm.h"
-#include "unit/ddp_syncbn/syncbn_test_util.h"
+#include "support/mirror_comm.h"
+#include "support/syncbn_test_util.h"
 
 using namespace hpctrain;
 

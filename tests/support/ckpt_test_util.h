@@ -12,6 +12,8 @@
 #include <string>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/dir_ops.h"
+#include "runtime/check.h"
 #include "support/error_of.h"  // error_of(f)
 
 namespace hpctrain::testing {
@@ -23,6 +25,21 @@ struct TempDir {
     path = mkdtemp(tmpl.data());
   }
   ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// Arms the checkpoint writer's fault hook (ckpt/dir_ops.h) for this scope: a write that reaches
+// `point` fails there with "injected checkpoint fault at <point>". `on` false arms nothing (so
+// that one rank alone can fail).
+struct InjectFault {
+  explicit InjectFault(std::string point, bool on = true) {
+    if (on)
+      ckpt::set_fault_hook([point](const std::string& p) {
+        if (p == point) throw Error("injected checkpoint fault at " + p);
+      });
+  }
+  ~InjectFault() { ckpt::set_fault_hook({}); }
+  InjectFault(const InjectFault&) = delete;
+  InjectFault& operator=(const InjectFault&) = delete;
 };
 
 // Deterministic values per (seed, dtype) so equality checks are exact.

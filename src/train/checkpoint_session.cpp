@@ -1,0 +1,109 @@
+#include "train/checkpoint_session.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "dataset/dataset_info.h"
+#include "runtime/clock.h"
+#include "runtime/trace.h"
+#include "train/progress.h"
+#include "train/torchscript_model.h"
+#include "train/train_optimizer.h"
+#include "hpctrain_version.h"
+
+namespace hpctrain {
+
+CheckpointSession::CheckpointSession(const TrainConfig& cfg, Communicator& comm, const ModelEntry& entry,
+                                     Reporter& rep)
+    : cfg_(cfg), entry_(entry), rep_(rep) {
+  if (cfg.ckpt_dir.empty()) return;
+  CheckpointOptions co;
+  co.dir = cfg.ckpt_dir;
+  co.shard_mb = cfg.ckpt_shard_mb;
+  co.keep = static_cast<int>(cfg.ckpt_keep);
+  co.async = cfg.ckpt_async;
+  co.compress = cfg.ckpt_compress;
+  co.all_writers = cfg.ckpt_writers == "all";
+  writer_ = std::make_unique<CheckpointWriter>(co, comm);
+}
+
+CheckpointSession::~CheckpointSession() = default;
+
+std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimizer& opt,
+                                                       c10::Device device, int world_size, int64_t global_batch) {
+  if (cfg_.resume == "none") return std::nullopt;
+  if (cfg_.resume == "auto" && cfg_.ckpt_dir.empty()) return std::nullopt;
+  std::optional<std::string> path = find_resume(cfg_.ckpt_dir, cfg_.resume);
+  if (!path) {
+    rep_.message("hpctrain train: no checkpoint to resume from in " + cfg_.ckpt_dir + "; starting fresh");
+    return std::nullopt;
+  }
+  CheckpointState st = read_checkpoint(*path, device);
+  TrainProgress p = restore_model_state(st, model);
+  opt.restore(st, *path);
+  int64_t saved_world = st.meta.value("world_size", int64_t{world_size});
+  rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) +
+               ", epoch " + std::to_string(p.sampler.epoch + 1) + ", " +
+               std::to_string(p.sampler.samples_consumed) + " samples into the epoch (saved with " +
+               std::to_string(saved_world) + " rank(s); now " + std::to_string(world_size) +
+               ", global batch " + std::to_string(global_batch) + ")");
+  return p;
+}
+
+void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimizer& opt,
+                             const DatasetInfo& info, bool sync) {
+  if (!writer_) return;
+  TraceSpan span("checkpoint", "ckpt");
+  auto t0 = std::chrono::steady_clock::now();
+  nlohmann::json meta = {{"config", cfg_.to_json()},
+                         {"model", cfg_.model},
+                         {"model_origin", entry_.origin},
+                         {"sample_shape", info.sample_shape},
+                         {"num_classes", info.num_classes},
+                         {"target_shape", info.target_shape},
+                         {"hpctrain_version", HPCTRAIN_VERSION}};
+  CheckpointState st = capture_model_state(model, p, meta);
+  opt.capture(st);  // collective under ZeRO-1 (the shards are gathered)
+  if (!entry_.archive.empty()) {
+    // The TorchScript file itself, so eval and resume need nothing but the checkpoint.
+    if (!archive_tensor_.defined()) {
+      archive_tensor_ = at::empty({static_cast<int64_t>(entry_.archive.size())}, at::kByte);
+      std::memcpy(archive_tensor_.data_ptr(), entry_.archive.data(), entry_.archive.size());
+    }
+    st.tensors.emplace_back(kTorchScriptTensor, archive_tensor_);
+  }
+  capture_s_[p.step] = seconds_since(t0);
+  writer_->save(p.step, std::move(st));
+  if (sync) writer_->finish();
+}
+
+// Rank 0's numbers; every rank drains its list. The stall adds the state capture to what the
+// writer measured in save().
+void CheckpointSession::report(int64_t final_step) {
+  if (!writer_) return;
+  for (const CheckpointStats& c : writer_->take_completed()) {
+    double stall = c.stall_s + capture_s_[c.step];
+    capture_s_.erase(c.step);
+    rep_.metrics({{"type", "checkpoint"}, {"step", c.step}, {"stall_ms", stall * 1e3},
+                  {"write_ms", c.write_s * 1e3}, {"bytes", c.bytes}, {"async", c.async},
+                  {"final", c.step == final_step}});
+  }
+}
+
+CheckpointWriter::BoundaryVote CheckpointSession::vote() {
+  return writer_ ? writer_->boundary_vote() : CheckpointWriter::BoundaryVote{};
+}
+
+void CheckpointSession::settle(int64_t errors, int64_t pending) {
+  if (!writer_) return;
+  writer_->settle_boundary(errors, pending);
+  report();
+}
+
+void CheckpointSession::finish() {
+  if (writer_) writer_->finish();
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,64 @@
+// CheckpointSession: the trainer's checkpoint side in one place: the writer (opened when the
+// run has a --ckpt-dir), --resume, what a checkpoint holds beyond the train state (metadata,
+// a TorchScript model's own file), the capture timing and the per-checkpoint metrics records.
+// Private to src/train (the trainer's set-up and loop call it).
+//
+// Contract:
+// - Collective where the writer is (constructor, save, settle, finish): every rank calls them
+//   at the same points. Without --ckpt-dir every call is a local no-op.
+// - resume() reads files only; every rank reads the same ones and reaches the same decision.
+// - The step boundary (train/step_boundary.h) carries vote() in its one allreduce and hands
+//   the sums to settle(), which raises a failed write on every rank and emits the records.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "ckpt/checkpoint.h"
+#include "train/config.h"
+#include "train/model_registry.h"
+#include "train/train_state.h"
+
+namespace hpctrain {
+
+class TrainOptimizer;
+
+class Communicator;
+class Reporter;
+class Model;
+struct DatasetInfo;
+
+class CheckpointSession {
+ public:
+  CheckpointSession(const TrainConfig& cfg, Communicator& comm, const ModelEntry& entry, Reporter& rep);
+  ~CheckpointSession();
+  bool writes() const { return writer_ != nullptr; }
+
+  // --resume auto|none|PATH: restores model and optimizer; the progress to continue from, or
+  // nullopt to start fresh. `global_batch` is only reported.
+  std::optional<TrainProgress> resume(Model& model, TrainOptimizer& opt, c10::Device device,
+                                      int world_size, int64_t global_batch);
+  // Captures the state at `p` and starts writing it (with `sync`, returns once committed).
+  void save(const TrainProgress& p, Model& model, TrainOptimizer& opt, const DatasetInfo& info, bool sync);
+  // One metrics record per committed checkpoint since the last call; `final_step` marks one.
+  void report(int64_t final_step = -1);
+
+  CheckpointWriter::BoundaryVote vote();
+  void settle(int64_t errors, int64_t pending);
+  void finish();
+
+ private:
+  const TrainConfig& cfg_;
+  const ModelEntry& entry_;
+  Reporter& rep_;
+  std::unique_ptr<CheckpointWriter> writer_;
+  at::Tensor archive_tensor_;           // entry_.archive as uint8, for checkpoints
+  std::map<int64_t, double> capture_s_;  // checkpoint step -> time to gather its state (stall)
+};
+
+}  // namespace hpctrain
