@@ -45,10 +45,11 @@ TEST(ReduceScatter, SumAndAvgGiveEachRankItsBlock) {
 TEST(ReduceScatter, MaxAndMin) {
   Communicator& c = cpu_comm();
   int n = c.size(), r = c.rank();
-  at::Tensor in = at::full({3 * n}, static_cast<float>(r));
+  // A fresh input for each: the contract leaves `input` unspecified afterwards (the
+  // shared-memory path reduces it in place).
   at::Tensor mx = at::empty({3}), mn = at::empty({3});
-  c.reduce_scatter(in, mx, ReduceOp::kMax)->wait();
-  c.reduce_scatter(in, mn, ReduceOp::kMin)->wait();
+  c.reduce_scatter(at::full({3 * n}, static_cast<float>(r)), mx, ReduceOp::kMax)->wait();
+  c.reduce_scatter(at::full({3 * n}, static_cast<float>(r)), mn, ReduceOp::kMin)->wait();
   EXPECT_EQ(mx.max().item<float>(), n - 1);
   EXPECT_EQ(mn.min().item<float>(), 0);
 }
