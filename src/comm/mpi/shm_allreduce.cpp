@@ -1,5 +1,7 @@
 #include "comm/mpi/shm_allreduce.h"
 
+#include <exception>
+
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -107,6 +109,10 @@ ShmAllreduce::~ShmAllreduce() {
   int fin = 0;
   MPI_Finalized(&fin);
   if (fin) return;
+  // Unwinding from an error on this rank: MPI_Win_free is collective and the peers may be waiting
+  // in a collective this rank will never join, so freeing would hang this rank until the
+  // watchdog fires instead of reaching the error line and MPI_Abort. The process is ending.
+  if (std::uncaught_exceptions() > 0) return;
   if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
   if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
 }

@@ -21,7 +21,9 @@
 //   (in[0] op in[1] op ... in[N-1]), and copied to all.
 // - No timeout of its own: a peer that never arrives is caught by the communicator's watchdog
 //   like a hung MPI_Allreduce (the comm thread sleeps; the watchdog thread aborts the job).
-// - The destructor frees the window (collective, like MPI_Win_free) unless MPI is finalized.
+// - The destructor frees the window (collective, like MPI_Win_free) unless MPI is finalized or
+//   the destructor runs during stack unwinding (an error on this rank: the peers may never join
+//   the free; the process is about to abort, so the window is left to the OS).
 #pragma once
 
 #include <mpi.h>
