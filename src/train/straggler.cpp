@@ -52,7 +52,7 @@ std::optional<StragglerFinding> classify_straggler(const std::vector<RankSplit>&
   StragglerFinding f;
   f.rank = s;
   f.cost_s = others_median(ranks, s, wait) - ranks[s].wait_s;
-  if (f.cost_s <= threshold * median(steps)) return std::nullopt;
+  if (f.cost_s <= threshold * median(steps) || f.cost_s <= kMinStragglerCostS) return std::nullopt;
   const double data_med = others_median(ranks, s, data), compute_med = others_median(ranks, s, compute);
   const double extra_data = ranks[s].data_wait_s - data_med;
   const double extra_compute = ranks[s].compute_s() - compute_med;

@@ -66,6 +66,12 @@ TEST(Straggler, LateArrivalWithOwnSplitLikeTheOthersIsComm) {
   EXPECT_NEAR(f->cost_s * 1e3, 22 - 2, 1e-9);  // the others' median wait minus its wait
 }
 
+TEST(Straggler, SubMillisecondCostOnShortStepsIsJitterNotAStraggler) {
+  // 4 ms steps, rank 0 waits 0.6 ms less than rank 1: 15% of the step, but below the 1 ms floor.
+  std::vector<RankSplit> r = {ms(4, 0, 2.0, 0.2), ms(4, 0, 1.4, 0.8)};
+  EXPECT_FALSE(classify_straggler(r, 0.05));
+}
+
 TEST(Straggler, MixedExcessIsUnknown) {
   // Rank 0's extra data wait and extra compute each explain a third of what it costs.
   std::vector<RankSplit> r = {ms(100, 10, 5, 5), ms(100, 0, 35, 35)};
