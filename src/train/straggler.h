@@ -6,7 +6,7 @@
 //   least, so the candidate is the rank with the smallest wait, and the others' median wait
 //   minus its wait is what it costs the job per step. No clocks are compared across ranks.
 // - A finding is made only when that cost exceeds `threshold` x the median step time and
-//   kMinStragglerCostS (threshold <= 0, fewer than 2 ranks, or an interval without steps:
+//   kMinStragglerCostS, 2 ms (threshold <= 0, fewer than 2 ranks, or an interval without steps:
 //   never). The floor: with steps of a few ms, scheduler jitter on a shared node moves the
 //   waits by a few hundred us per step (a balanced 4 ms-step mlp run was once named at 5%).
 // - The cause compares the rank's own split with the others' medians:
@@ -48,7 +48,7 @@ struct StragglerFinding {
   double value_s = 0, median_s = 0;
 };
 
-constexpr double kMinStragglerCostS = 1e-3;  // 1 ms per step
+constexpr double kMinStragglerCostS = 2e-3;  // 2 ms per step
 
 std::optional<StragglerFinding> classify_straggler(const std::vector<RankSplit>& ranks, double threshold);
 

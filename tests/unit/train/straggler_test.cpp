@@ -67,8 +67,8 @@ TEST(Straggler, LateArrivalWithOwnSplitLikeTheOthersIsComm) {
 }
 
 TEST(Straggler, SubMillisecondCostOnShortStepsIsJitterNotAStraggler) {
-  // 4 ms steps, rank 0 waits 0.6 ms less than rank 1: 15% of the step, but below the 1 ms floor.
-  std::vector<RankSplit> r = {ms(4, 0, 2.0, 0.2), ms(4, 0, 1.4, 0.8)};
+  // 4 ms steps, rank 0 waits 1.6 ms less than rank 1: 40% of the step, but below the 2 ms floor.
+  std::vector<RankSplit> r = {ms(4, 0, 2.0, 0.2), ms(4, 0, 0.4, 1.8)};
   EXPECT_FALSE(classify_straggler(r, 0.05));
 }
 
