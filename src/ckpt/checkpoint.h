@@ -20,6 +20,12 @@
 //   previous snapshot's buffers when they fit), so the caller may update them right after. It
 //   returns before the files are written (async). With async=false it writes from the CPU
 //   tensors themselves (no copy) and returns once the checkpoint is committed.
+// - save(..., Snapshot::kBeforeUpdate) (async, all tensors on the CPU) takes that copy on the
+//   writer thread instead, so the step boundary does not wait for it. The caller promises not
+//   to mutate any tensor it passed until before_update() has returned: the trainer calls it
+//   right before the next optimizer step, and passes copies of what changes sooner (BatchNorm
+//   buffers change in the next forward). Time spent waiting there counts as stall. With any
+//   tensor on a GPU it is the same as kAtCall (the device copy needs the caller's stream).
 // - take_completed() after check_errors()/finish(): stall, write time and bytes per checkpoint.
 // - Each shard is written in one pass at disk speed with one fsync (the commit adds the
 //   manifest's, latest's and two directory fsyncs); the write holds one shard file's HDF5 image
@@ -81,6 +87,9 @@ struct CheckpointStats {
   bool async = true;
 };
 
+// When save() copies the tensors it is given (see the contract above).
+enum class Snapshot { kAtCall, kBeforeUpdate };
+
 struct CheckpointOptions {
   std::string dir;
   int64_t shard_mb = 512;   // shard size cap; a tensor larger than the cap gets its own shard
@@ -104,7 +113,10 @@ class CheckpointWriter {
   // Collective. Waits for the previous write (at most one in flight), raises its error on all
   // ranks, snapshots `state` to host and starts writing DIR/step-<step>. With async=false it
   // returns after the checkpoint is committed.
-  void save(int64_t step, CheckpointState state);
+  void save(int64_t step, CheckpointState state, Snapshot when = Snapshot::kAtCall);
+  // Local. Returns once the snapshot of a kBeforeUpdate save in flight is taken (at once if
+  // there is none); the seconds it waited are added to that checkpoint's stall and returned.
+  double before_update();
   // Collective, cheap (one allreduce of two int64). Throws CollectiveError on every rank if
   // any rank's write failed; in all_writers mode also commits once every shard is written.
   void check_errors();

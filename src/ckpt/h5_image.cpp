@@ -11,8 +11,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "ckpt/h5_tensor.h"
 #include "runtime/check.h"
@@ -26,10 +28,15 @@ struct MemImage {
   unsigned char* base = nullptr;
   size_t cap = 0;
   size_t eof = 0;  // what the driver last asked for
-  explicit MemImage(size_t reserve) : cap(reserve) {
+  // `populate`: bytes to fault in now, in one call (the core driver zero-fills the file's whole
+  // address range as it grows; page by page on a fresh mapping that is a trap per 4 KiB).
+  MemImage(size_t reserve, size_t populate) : cap(reserve) {
     void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw Error(std::string("cannot reserve memory for an HDF5 image: ") + std::strerror(errno));
     base = static_cast<unsigned char*>(p);
+#ifdef MADV_POPULATE_WRITE
+    (void)::madvise(base, std::min(populate, cap), MADV_POPULATE_WRITE);  // advice: may fail (old kernels)
+#endif
   }
   ~MemImage() { ::munmap(base, cap); }
   void* resize(size_t n) {
@@ -60,14 +67,14 @@ struct MemImage {
 std::mutex spare_mu;
 std::unique_ptr<MemImage> spare;
 
-std::unique_ptr<MemImage> take_image(size_t need) {
+std::unique_ptr<MemImage> take_image(size_t need, size_t populate) {
   std::lock_guard<std::mutex> g(spare_mu);
   if (spare && spare->cap >= need) {
     spare->eof = 0;
     return std::move(spare);
   }
   spare.reset();
-  return std::make_unique<MemImage>(need);
+  return std::make_unique<MemImage>(need, populate);
 }
 
 void recycle_image(std::unique_ptr<MemImage> m) {
@@ -137,18 +144,47 @@ struct XxhState {
   uint64_t digest() const { return XXH3_64bits_digest(s); }
 };
 
-}  // namespace
+// Where a file's bytes come from: its HDF5 metadata (and compressed data), copied out of the
+// image, between the uncompressed tensors' storage.
+struct Layout {
+  size_t size = 0;
+  std::vector<int64_t> offsets;  // per tensor, -1: inside `meta` (compressed) or empty
+  struct Segment {
+    size_t file_off, len, meta_off;
+  };
+  std::vector<Segment> segments;
+  std::vector<unsigned char> meta;
+};
 
-WrittenFile write_h5_file(const std::string& path, const H5FileSpec& spec) {
+// Shards of one model have the same names, dtypes and shapes at every checkpoint, and their
+// metadata does not depend on the values (no times are tracked, uncompressed data is not
+// HDF5's), so the metadata of the last files is reused byte for byte: the HDF5 work (a third of
+// a small checkpoint's write time) is done once per layout.
+std::mutex layout_mu;
+std::map<std::string, std::shared_ptr<const Layout>> layouts;
+
+std::string layout_key(const H5FileSpec& spec) {
+  std::string k;
+  for (const auto& [name, t] : *spec.tensors) {
+    k += name;
+    k += '\0';
+    k += std::to_string(static_cast<int>(t.scalar_type()));
+    for (int64_t d : t.sizes()) k += ',' + std::to_string(d);
+    k += '\n';
+  }
+  for (const auto& [a, v] : spec.root_attrs) k += a + '\0' + v + '\n';
+  return k;
+}
+
+Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile& out) {
   const auto& tensors = *spec.tensors;
   size_t payload = 0;
   for (const auto& [name, t] : tensors) payload += t.nbytes();
-  std::unique_ptr<MemImage> owned = take_image(payload + (size_t{64} << 20));
+  std::unique_ptr<MemImage> owned = take_image(payload + (size_t{64} << 20), payload + (size_t{1} << 20));
   MemImage& mem = *owned;
-  WrittenFile out;
-  std::vector<int64_t>& offsets = out.tensor_offsets;
+  Layout l;
+  std::vector<int64_t>& offsets = l.offsets;
   offsets.assign(tensors.size(), -1);
-  out.tensor_xxh3.assign(tensors.size(), "");
 
   auto g = h5::lock();
   h5::silence_errors();
@@ -170,25 +206,81 @@ WrittenFile write_h5_file(const std::string& path, const H5FileSpec& spec) {
   ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
   if (size <= 0 || static_cast<size_t>(size) > mem.eof)
     throw Error("building " + path + ": HDF5 file image unavailable");
-  clear_open_flags(mem.base, static_cast<size_t>(size), path);
+  l.size = static_cast<size_t>(size);
+  clear_open_flags(mem.base, l.size, path);
 
   // The file in order: image bytes between the tensors' storage.
   std::vector<int> order;
   for (size_t i = 0; i < tensors.size(); ++i)
     if (offsets[i] >= 0) order.push_back(static_cast<int>(i));
   std::sort(order.begin(), order.end(), [&](int a, int b) { return offsets[a] < offsets[b]; });
-  std::vector<Piece> pieces;
   size_t pos = 0;
+  auto segment = [&](size_t from, size_t to) {
+    l.segments.push_back({from, to - from, l.meta.size()});
+    l.meta.insert(l.meta.end(), mem.base + from, mem.base + to);
+  };
   for (int i : order) {
     size_t off = static_cast<size_t>(offsets[i]), n = tensors[i].second.nbytes();
-    if (off < pos || off + n > static_cast<size_t>(size))
+    if (off < pos || off + n > l.size)
       throw Error("building " + path + ": dataset " + printable(tensors[i].first) + " storage out of place");
-    if (off > pos) pieces.push_back({mem.base + pos, off - pos, -1});
-    pieces.push_back({static_cast<const unsigned char*>(tensors[i].second.data_ptr()), n, i});
+    if (off > pos) segment(pos, off);
     pos = off + n;
   }
-  if (pos < static_cast<size_t>(size)) pieces.push_back({mem.base + pos, static_cast<size_t>(size) - pos, -1});
-  g.unlock();  // the image is ours now; HDF5 touches it again only at close
+  if (pos < l.size) segment(pos, l.size);
+  file.reset();
+  fapl.reset();
+  g.unlock();
+  recycle_image(std::move(owned));
+  return l;
+}
+
+}  // namespace
+
+WrittenFile write_h5_file(const std::string& path, const H5FileSpec& spec) {
+  const auto& tensors = *spec.tensors;
+  WrittenFile out;
+  out.tensor_xxh3.assign(tensors.size(), "");
+  std::shared_ptr<const Layout> layout;
+  std::string key;
+  if (!spec.compress) {
+    key = layout_key(spec);
+    std::lock_guard<std::mutex> g(layout_mu);
+    auto it = layouts.find(key);
+    if (it != layouts.end()) layout = it->second;
+  }
+  if (layout) {
+    for (size_t i = 0; i < tensors.size(); ++i)  // stored inside the metadata (empty, compact)
+      if (layout->offsets[i] < 0) out.tensor_xxh3[i] = checksum(tensors[i].second);
+    if (!tensors.empty() && spec.after_first_dataset) spec.after_first_dataset();
+  } else {
+    layout = std::make_shared<const Layout>(build_layout(path, spec, out));
+    if (!spec.compress) {
+      std::lock_guard<std::mutex> g(layout_mu);
+      if (layouts.size() >= 16) layouts.clear();
+      layouts.emplace(key, layout);
+    }
+  }
+  out.tensor_offsets = layout->offsets;
+  // The pieces in file order: metadata segments and the tensors' own bytes.
+  std::vector<Piece> pieces;
+  {
+    std::vector<int> order;
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (layout->offsets[i] >= 0) order.push_back(static_cast<int>(i));
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return layout->offsets[a] < layout->offsets[b]; });
+    size_t seg = 0;
+    auto segments_before = [&](size_t off) {
+      for (; seg < layout->segments.size() && layout->segments[seg].file_off < off; ++seg) {
+        const Layout::Segment& m = layout->segments[seg];
+        pieces.push_back({layout->meta.data() + m.meta_off, m.len, -1});
+      }
+    };
+    for (int i : order) {
+      segments_before(static_cast<size_t>(layout->offsets[i]));
+      pieces.push_back({static_cast<const unsigned char*>(tensors[i].second.data_ptr()), tensors[i].second.nbytes(), i});
+    }
+    segments_before(layout->size);
+  }
 
   Fd fd(path, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd.get() < 0) fd.fail("create");
@@ -219,12 +311,7 @@ WrittenFile write_h5_file(const std::string& path, const H5FileSpec& spec) {
       ::unlink(path.c_str());  // a partial file only takes space (a full disk stays full)
     throw;
   }
-  g.lock();
-  file.reset();
-  fapl.reset();
-  g.unlock();
-  recycle_image(std::move(owned));
-  out.bytes = static_cast<int64_t>(size);
+  out.bytes = static_cast<int64_t>(layout->size);
   out.xxh3 = hex64(whole.digest());
   return out;
 }

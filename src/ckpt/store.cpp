@@ -14,7 +14,20 @@ namespace fs = std::filesystem;
 
 namespace hpctrain::ckpt {
 
+void check_snapshot(const NamedTensors& tensors) {
+  std::set<std::string> seen;
+  for (const auto& [name, t] : tensors) {
+    auto slash = name.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == name.size())
+      throw Error("checkpoint: tensor name '" + name + "' must be <group>/<name> (model/, optim/, state/)");
+    if (!seen.insert(name).second) throw Error("checkpoint: duplicate tensor name " + name);
+    if (!t.defined()) throw Error("checkpoint: tensor " + name + " is undefined");
+    stored_dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
+  }
+}
+
 NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu, NamedTensors* reuse) {
+  check_snapshot(tensors);
   // The same model saves the same tensor list every time, so index i usually matches.
   auto recycled = [&](size_t i, const std::string& name, const at::Tensor& src) -> at::Tensor {
     if (!reuse || i >= reuse->size() || (*reuse)[i].first != name) return {};
@@ -26,14 +39,7 @@ NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu, NamedT
   };
   NamedTensors out;
   out.reserve(tensors.size());
-  std::set<std::string> seen;
   for (const auto& [name, t] : tensors) {
-    auto slash = name.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == name.size())
-      throw Error("checkpoint: tensor name '" + name + "' must be <group>/<name> (model/, optim/, state/)");
-    if (!seen.insert(name).second) throw Error("checkpoint: duplicate tensor name " + name);
-    if (!t.defined()) throw Error("checkpoint: tensor " + name + " is undefined");
-    stored_dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
     at::Tensor src = t.detach();
     if (!copy_cpu && src.device().is_cpu() && src.is_contiguous()) {
       out.emplace_back(name, src);

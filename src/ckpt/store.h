@@ -24,6 +24,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 // checkpoint (most of the training loop's stall); `reuse` is left empty. Throws
 // hpctrain::Error on a bad name (empty, no group/ prefix, duplicate) or dtype.
 NamedTensors snapshot_to_host(const NamedTensors& tensors, bool copy_cpu = true, NamedTensors* reuse = nullptr);
+// The checks snapshot_to_host() starts with, alone (for a snapshot taken later, elsewhere).
+void check_snapshot(const NamedTensors& tensors);
 
 // Manifest with shard assignment, dtypes, shapes; checksums and shard sizes still empty.
 Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_size, int64_t shard_mb);

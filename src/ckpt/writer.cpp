@@ -25,6 +25,13 @@ namespace hpctrain {
 struct CheckpointWriter::Job {
   ckpt::Manifest manifest;
   ckpt::NamedTensors host;
+  // Snapshot::kBeforeUpdate: the caller's tensors (aliases), copied into `host` by the thread
+  // (into `reuse`, the last snapshot's buffers, where they fit) before it writes.
+  bool deferred = false;
+  ckpt::NamedTensors source, reuse;
+  std::mutex mu;
+  std::condition_variable taken_cv;
+  bool taken = true;                // under mu: `source` has been copied (or failed to)
   bool writes = false;              // this rank writes shards
   bool commits_in_thread = false;   // rank 0 without all_writers: commit right after its shards
   bool committed = false;           // all_writers: set on rank 0 by the main thread
@@ -111,8 +118,22 @@ void CheckpointWriter::wait_local() {
 }
 
 void CheckpointWriter::run_job(Job& job) {
+  if (job.deferred) {
+    try {
+      job.host = ckpt::snapshot_to_host(job.source, /*copy_cpu=*/true, &job.reuse);
+    } catch (const std::exception& e) {
+      job.error = e.what();
+    }
+    job.source.clear();  // no alias of a live tensor stays behind
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.taken = true;
+    }
+    job.taken_cv.notify_all();
+  }
   auto t0 = std::chrono::steady_clock::now();
   try {
+    if (!job.error.empty()) throw Error(job.error);
     int rank = comm_.rank(), n = comm_.size();
     std::string tmp = ckpt::tmp_dir_for(opts_.dir, job.manifest.step);
     // all_writers: each rank's shards must be durable before it reports done (rank 0 commits
@@ -204,7 +225,8 @@ void CheckpointWriter::settle_boundary(int64_t errors, int64_t pending) {
 void CheckpointWriter::retire_job() {
   wait_local();
   completed_.push_back(job_->stats);
-  spare_ = std::move(job_->host);  // the next snapshot copies into these (no fresh pages)
+  spare_ = std::move(job_->host.empty() ? job_->reuse : job_->host);  // the next snapshot copies
+                                                                    // into these (no fresh pages)
   job_.reset();
 }
 
@@ -214,7 +236,18 @@ std::vector<CheckpointStats> CheckpointWriter::take_completed() {
   return out;
 }
 
-void CheckpointWriter::save(int64_t step, CheckpointState state) {
+double CheckpointWriter::before_update() {
+  if (!job_ || !job_->deferred) return 0;
+  std::unique_lock<std::mutex> lock(job_->mu);
+  if (job_->taken) return 0;
+  auto t0 = std::chrono::steady_clock::now();
+  job_->taken_cv.wait(lock, [this] { return job_->taken; });
+  double waited = seconds_since(t0);
+  job_->stats.stall_s += waited;  // the thread never touches stall_s
+  return waited;
+}
+
+void CheckpointWriter::save(int64_t step, CheckpointState state, Snapshot when) {
   auto t0 = std::chrono::steady_clock::now();
   // At most one write in flight; its errors surface here on every rank. job_ is held over the
   // same steps on every rank (see agree), so with none in flight no rank needs the collective.
@@ -235,11 +268,22 @@ void CheckpointWriter::save(int64_t step, CheckpointState state) {
   job->stats.step = step;
   job->stats.async = opts_.async;
   for (const auto& e : job->manifest.tensors) job->stats.bytes += e.nbytes;
+  bool defer = when == Snapshot::kBeforeUpdate && opts_.async;
+  for (const auto& nt : state.tensors) defer = defer && nt.second.defined() && nt.second.device().is_cpu();
   if (err.empty() && job->writes) {
     try {
-      // A synchronous save returns only after the write, so nothing mutates CPU tensors
-      // meanwhile: no copy then (it would only add to the stall).
-      job->host = ckpt::snapshot_to_host(state.tensors, /*copy_cpu=*/opts_.async, &spare_);
+      if (defer) {  // the thread copies (run_job); before_update() waits for it
+        ckpt::check_snapshot(state.tensors);
+        job->deferred = true;
+        job->taken = false;
+        job->source = std::move(state.tensors);
+        job->reuse = std::move(spare_);
+        spare_.clear();
+      } else {
+        // A synchronous save returns only after the write, so nothing mutates CPU tensors
+        // meanwhile: no copy then (it would only add to the stall).
+        job->host = ckpt::snapshot_to_host(state.tensors, /*copy_cpu=*/opts_.async, &spare_);
+      }
     } catch (const std::exception& e) {
       err = e.what();
     }

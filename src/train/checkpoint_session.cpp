@@ -64,7 +64,10 @@ void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimize
                          {"num_classes", info.num_classes},
                          {"target_shape", info.target_shape},
                          {"hpctrain_version", HPCTRAIN_VERSION}};
-  CheckpointState st = capture_model_state(model, p, meta);
+  // Deferred snapshot (ckpt/checkpoint.h): parameters and optimizer state change only in the
+  // next optimizer step, which waits in before_update(); buffers change in the next forward.
+  const bool defer = !sync && cfg_.ckpt_async;
+  CheckpointState st = capture_model_state(model, p, meta, /*copy_buffers=*/defer);
   opt.capture(st);  // collective under ZeRO-1 (the shards are gathered)
   if (!entry_.archive.empty()) {
     // The TorchScript file itself, so eval and resume need nothing but the checkpoint.
@@ -75,7 +78,7 @@ void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimize
     st.tensors.emplace_back(kTorchScriptTensor, archive_tensor_);
   }
   capture_s_[p.step] = seconds_since(t0);
-  writer_->save(p.step, std::move(st));
+  writer_->save(p.step, std::move(st), defer ? Snapshot::kBeforeUpdate : Snapshot::kAtCall);
   if (sync) writer_->finish();
 }
 
@@ -90,6 +93,10 @@ void CheckpointSession::report(int64_t final_step) {
                   {"write_ms", c.write_s * 1e3}, {"bytes", c.bytes}, {"async", c.async},
                   {"final", c.step == final_step}});
   }
+}
+
+void CheckpointSession::before_update() {
+  if (writer_) writer_->before_update();
 }
 
 CheckpointWriter::BoundaryVote CheckpointSession::vote() {

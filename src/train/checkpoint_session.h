@@ -44,7 +44,12 @@ class CheckpointSession {
   std::optional<TrainProgress> resume(Model& model, TrainOptimizer& opt, c10::Device device,
                                       int world_size, int64_t global_batch);
   // Captures the state at `p` and starts writing it (with `sync`, returns once committed).
+  // Without `sync` (and with --ckpt-async) the parameters and optimizer state are copied on
+  // the writer thread: before_update() must come before the next optimizer step.
   void save(const TrainProgress& p, Model& model, TrainOptimizer& opt, const DatasetInfo& info, bool sync);
+  // Local: waits until the checkpoint in flight holds its own copy of what the optimizer step
+  // is about to change (at once almost always: the copy runs during forward and backward).
+  void before_update();
   // One metrics record per committed checkpoint since the last call; `final_step` marks one.
   void report(int64_t final_step = -1);
 

@@ -48,11 +48,11 @@ TrainProgress restore_train_state(const CheckpointState& st, Model& model,
 }
 
 CheckpointState capture_model_state(Model& model, const TrainProgress& p,
-                                    const nlohmann::json& extra_meta) {
+                                    const nlohmann::json& extra_meta, bool copy_buffers) {
   CheckpointState st;
   for (auto& [name, p] : model.named_parameters()) st.tensors.emplace_back("model/" + name, p.detach());
   for (auto& [name, b] : model.named_buffers())
-    if (b.defined()) st.tensors.emplace_back("model/" + name, b);
+    if (b.defined()) st.tensors.emplace_back("model/" + name, copy_buffers ? b.detach().clone() : b);
   st.tensors.emplace_back("state/rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
   if (auto dev = cuda_device_of(model))
     st.tensors.emplace_back("state/rng.cuda", at::globalContext().defaultGenerator(*dev).get_state());

@@ -40,8 +40,10 @@ TrainProgress restore_train_state(const CheckpointState& st, Model& model,
 
 // The two halves of each, for optimizers that keep their state elsewhere (train_optimizer.h):
 // model/, state/rng.* and the metadata; then a torch::optim optimizer's optim/ tensors.
+// `copy_buffers`: the buffers are copies (for a snapshot taken later: the next forward updates
+// BatchNorm's running statistics, ckpt Snapshot::kBeforeUpdate); parameters are always aliases.
 CheckpointState capture_model_state(Model& model, const TrainProgress& progress,
-                                    const nlohmann::json& extra_meta);
+                                    const nlohmann::json& extra_meta, bool copy_buffers = false);
 void append_optimizer_state(CheckpointState& st, Model& model, torch::optim::Optimizer& opt);
 TrainProgress restore_model_state(const CheckpointState& st, Model& model);
 void restore_optimizer_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt);

@@ -214,6 +214,7 @@ void Trainer::State::train_step(const Batch& b) {
   }
   TraceSpan span("optimizer", "compute");
   const auto t_opt = std::chrono::steady_clock::now();
+  ckpt->before_update();  // a checkpoint's snapshot taken off the step boundary (almost never waits)
   bool finite = opt->step(scaler, cfg.clip_grad_norm);
   scaler.update(!finite);
   ddp->zero_grad();

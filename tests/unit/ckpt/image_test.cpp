@@ -113,3 +113,30 @@ TEST(Printable, EscapesControlAndInvalidUtf8KeepsValidUtf8) {
   EXPECT_EQ(ckpt::printable(std::string("\0z", 2)), "\\x00z");
   EXPECT_EQ(ckpt::printable(ckpt::printable("a\x02")), "a\\x02");           // idempotent
 }
+
+// The metadata of a layout (names, dtypes, shapes) is built by HDF5 once and reused for the
+// next files: a reused one reads back with the new values, and its bytes equal a fresh build's.
+TEST(H5Image, ReusedLayoutReadsBackAndEqualsAFreshBuild) {
+  TempDir d;
+  ckpt::NamedTensors first = tensors_of(sample_state(1)), second = tensors_of(sample_state(3));
+  ckpt::H5FileSpec spec;
+  spec.tensors = &first;
+  ckpt::write_h5_file(d.path + "/first.h5", spec);  // builds (or finds) this layout
+  spec.tensors = &second;
+  ckpt::WrittenFile reused = ckpt::write_h5_file(d.path + "/reused.h5", spec);
+  EXPECT_EQ(reused.xxh3, ckpt::digest_file(d.path + "/reused.h5").xxh3);
+  h5::Handle f = ckpt::open_h5(d.path + "/reused.h5");
+  for (size_t i = 0; i < second.size(); ++i) {
+    EXPECT_TRUE(at::equal(ckpt::read_tensor(f.get(), second[i].first), second[i].second)) << second[i].first;
+    EXPECT_EQ(reused.tensor_xxh3[i], ckpt::checksum(second[i].second)) << second[i].first;
+  }
+  // Seventeen other layouts push it out of the reuse table (16 entries); then it is rebuilt.
+  for (int k = 0; k < 17; ++k) {
+    ckpt::NamedTensors other = {{"model/w" + std::to_string(k), at::ones({k + 1})}};
+    spec.tensors = &other;
+    ckpt::write_h5_file(d.path + "/other.h5", spec);
+  }
+  spec.tensors = &second;
+  ckpt::write_h5_file(d.path + "/fresh.h5", spec);
+  EXPECT_EQ(slurp(d.path + "/fresh.h5"), slurp(d.path + "/reused.h5"));
+}

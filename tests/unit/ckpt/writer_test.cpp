@@ -172,3 +172,37 @@ TEST(Writer, BadTensorNameFailsOnSave) {
   s.tensors = {{"weight", at::ones({2})}};
   EXPECT_THROW(w.save(1, s), CollectiveError);
 }
+
+// Snapshot::kBeforeUpdate: the writer thread copies; once before_update() returns the caller
+// may change its tensors, and the checkpoint still holds the values of save().
+TEST(Writer, DeferredSnapshotHoldsTheValuesOfSaveAfterBeforeUpdate) {
+  TempDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  for (int round = 0; round < 3; ++round) {  // rounds 2 and 3 copy into the recycled buffers
+    CheckpointState s = sample_state(round + 1), expected = sample_state(round + 1);
+    std::vector<at::Tensor> live;
+    for (auto& [name, t] : s.tensors) live.push_back(t);
+    int64_t step = 10 * (round + 1);
+    w.save(step, s, Snapshot::kBeforeUpdate);
+    double waited = w.before_update();
+    EXPECT_GE(waited, 0.0);
+    EXPECT_EQ(w.before_update(), 0.0);  // taken: no second wait
+    for (at::Tensor& t : live)
+      if (t.is_floating_point()) t.add_(1000);  // the optimizer step
+    w.check_errors();
+    w.finish();
+    expect_same_tensors(expected, read_checkpoint(d.path + "/step-000000" + std::to_string(step), c10::kCPU));
+    std::vector<CheckpointStats> st = w.take_completed();
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_GE(st[0].stall_s, waited);  // the wait counts as stall
+  }
+  EXPECT_EQ(w.before_update(), 0.0);  // nothing in flight
+}
+
+TEST(Writer, DeferredSnapshotErrorsStillFailOnSave) {
+  TempDir d;
+  CheckpointWriter w({d.path}, cpu_comm());
+  CheckpointState s;
+  s.tensors = {{"weight", at::ones({2})}};
+  EXPECT_THROW(w.save(1, s, Snapshot::kBeforeUpdate), CollectiveError);
+}
