@@ -56,7 +56,7 @@ std::vector<std::string> split_files(const std::string& dir, const std::string& 
 DataSource::DataSource(const std::vector<std::string>& files, const DataSourceOptions& o) {
   int64_t total = 0, classes = 0;
   for (const auto& f : files) {
-    auto ds = std::make_unique<H5Dataset>(H5Dataset::open(f, o.inputs, o.targets, 0, o.regression));
+    auto ds = std::make_unique<H5Dataset>(H5Dataset::open(f, o.inputs, o.targets, 0, o.regression, o.in_memory_max));
     const DatasetInfo& fi = ds->info();
     if (!files_.empty()) {
       const DatasetInfo& a = files_[0]->info();

@@ -27,6 +27,7 @@ struct DataSourceOptions {
   std::string inputs = "images";
   std::string targets = "labels";  // integer labels; with regression, the float target dataset
   bool regression = false;
+  int64_t in_memory_max = int64_t{512} << 20;  // bytes; see H5Dataset::open
 };
 
 class DataSource {

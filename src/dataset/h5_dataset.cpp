@@ -1,6 +1,7 @@
 #include "dataset/h5_dataset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 
 #include "runtime/check.h"
@@ -98,12 +99,14 @@ void read_rows(hid_t ds, bool u8, const std::vector<int64_t>& sorted, int64_t ro
 }  // namespace
 
 H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
-                          const std::string& labels, int64_t num_classes, bool regression) {
+                          const std::string& labels, int64_t num_classes, bool regression,
+                          int64_t in_memory_max) {
   auto g = h5::lock();
   h5::silence_errors();
   if (!std::filesystem::exists(path)) throw Error("data file " + path + " does not exist");
   if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + " is not an HDF5 file");
   H5Dataset ds;
+  ds.in_memory_max_ = in_memory_max;
   ds.info_.path = path;
   ds.file_ = h5::Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!ds.file_.valid()) throw Error(path + ": cannot open as HDF5 (corrupt or truncated file)");
@@ -190,16 +193,90 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
   return ds;
 }
 
+namespace {
+
+std::atomic<int64_t> in_memory_bytes{0};
+
+// Rows `sorted` of a cached dataset, as read_rows() gives them.
+template <class T>
+void copy_rows(const std::vector<T>& all, const std::vector<int64_t>& sorted, int64_t row_numel, int64_t rows,
+               const std::string& what, float* out) {
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] < 0 || sorted[i] >= rows)
+      throw Error(what + ": sample index out of range [0, " + std::to_string(rows) + ")");
+    const T* src = all.data() + sorted[i] * row_numel;
+    float* o = out + i * row_numel;
+    for (int64_t k = 0; k < row_numel; ++k) o[k] = float(src[k]);
+  }
+}
+
+}  // namespace
+
+H5Dataset::RowCache::RowCache(RowCache&& o) noexcept
+    : tried(o.tried), u8(std::move(o.u8)), f32(std::move(o.f32)) {
+  o.u8.clear();
+  o.f32.clear();
+}
+
+H5Dataset::RowCache& H5Dataset::RowCache::operator=(RowCache&& o) noexcept {
+  if (this != &o) {
+    in_memory_bytes.fetch_sub(bytes());
+    tried = o.tried;
+    u8 = std::move(o.u8);
+    f32 = std::move(o.f32);
+    o.u8.clear();
+    o.f32.clear();
+  }
+  return *this;
+}
+
+H5Dataset::RowCache::~RowCache() { in_memory_bytes.fetch_sub(bytes()); }
+
+void H5Dataset::fill_cache(RowCache& c, hid_t ds, bool u8, int64_t row_numel) const {
+  c.tried = true;
+  const int64_t n = info_.size * row_numel;
+  const int64_t bytes = n * (u8 ? 1 : 4);
+  if (n <= 0 || bytes > in_memory_max_) return;  // read per batch
+  if (in_memory_bytes.fetch_add(bytes) + bytes > kInMemoryBudget) {
+    in_memory_bytes.fetch_sub(bytes);
+    return;
+  }
+  ++read_calls_;
+  auto g = h5::lock();
+  h5::silence_errors();
+  herr_t rc;
+  if (u8) {
+    c.u8.resize(size_t(n));
+    rc = H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, c.u8.data());
+  } else {
+    c.f32.resize(size_t(n));
+    rc = H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, c.f32.data());
+  }
+  if (rc < 0) {
+    std::vector<uint8_t>().swap(c.u8);
+    std::vector<float>().swap(c.f32);
+    in_memory_bytes.fetch_sub(bytes);
+    throw Error(info_.path + ": reading failed (corrupt or truncated file)");
+  }
+}
+
 void H5Dataset::read(const std::vector<int64_t>& sorted, float* out) const {
   if (sorted.empty()) return;
+  const std::string what = info_.path + " (inputs)";
+  if (!inputs_cache_.tried) fill_cache(inputs_cache_, images_.get(), info_.uint8_pixels, info_.sample_numel());
+  if (!inputs_cache_.u8.empty()) return copy_rows(inputs_cache_.u8, sorted, info_.sample_numel(), info_.size, what, out);
+  if (!inputs_cache_.f32.empty()) return copy_rows(inputs_cache_.f32, sorted, info_.sample_numel(), info_.size, what, out);
   ++read_calls_;
-  read_rows(images_.get(), info_.uint8_pixels, sorted, info_.sample_numel(), info_.size, info_.path + " (inputs)", out);
+  read_rows(images_.get(), info_.uint8_pixels, sorted, info_.sample_numel(), info_.size, what, out);
 }
 
 void H5Dataset::read_targets(const std::vector<int64_t>& sorted, float* out) const {
   if (sorted.empty()) return;
   if (!targets_.valid()) throw Error(info_.path + ": no float targets (a classification file)");
-  read_rows(targets_.get(), false, sorted, info_.target_numel(), info_.size, info_.path + " (targets)", out);
+  const std::string what = info_.path + " (targets)";
+  if (!targets_cache_.tried) fill_cache(targets_cache_, targets_.get(), false, info_.target_numel());
+  if (!targets_cache_.f32.empty()) return copy_rows(targets_cache_.f32, sorted, info_.target_numel(), info_.size, what, out);
+  read_rows(targets_.get(), false, sorted, info_.target_numel(), info_.size, what, out);
 }
 
 }  // namespace hpctrain

@@ -19,6 +19,7 @@ DataSourceOptions source_options(const LoaderOptions& o) {
   d.inputs = o.images;
   d.targets = o.labels;
   d.regression = o.regression;
+  d.in_memory_max = o.in_memory_mb << 20;
   return d;
 }
 }  // namespace

@@ -168,6 +168,7 @@ const std::vector<FieldSpec>& config_fields() {
       {"amp", K::kString, "mixed precision: off|bf16|fp16", {"off", "bf16", "fp16"}},
       {"bucket_mb", K::kFloat, "DDP bucket cap in MiB", {}, 0, 1e6, true},
       {"prefetch", K::kInt, "batches prefetched by the loader thread", {}, 0, 1024},
+      {"data_in_memory_mb", K::kInt, "read a data file whole into memory at its first batch when it is at most this many MiB (512 in all per process; 0: read every batch from the file)", {}, 0, 1 << 20},
       {"augment", K::kBool, "random crop + flip augmentation"},
       {"ckpt_dir", K::kString, "checkpoint directory (empty: no checkpoints)"},
       {"ckpt_every", K::kInt, "checkpoint every N steps (0: only at the end)", {}, 0, 1e12},
@@ -236,7 +237,7 @@ TrainConfig load_config(const std::string& toml_path,
   X(model) X(model_lib) X(loss) X(targets_key) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
   X(nesterov) X(weight_decay) X(schedule) X(warmup_steps) X(step_size) X(gamma)            \
   X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(zero) X(device) X(sync_bn) X(amp) X(bucket_mb) \
-  X(prefetch) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \
+  X(prefetch) X(data_in_memory_mb) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \
   X(ckpt_async) X(ckpt_compress) X(ckpt_writers) X(resume) X(seed) X(metrics) X(trace)     \
   X(tensorboard) X(log_every) X(collective_timeout) X(debug_collectives)        \
   X(straggler_threshold)

@@ -46,6 +46,7 @@ struct TrainConfig {
   std::string amp = "off";  // off | bf16 | fp16
   double bucket_mb = 25;
   int64_t prefetch = 2;
+  int64_t data_in_memory_mb = 512;  // a data file up to this size is read whole (0: per batch)
   bool augment = false;
   std::string ckpt_dir;
   int64_t ckpt_every = 0;  // steps; 0: only at the end (when ckpt_dir is set)

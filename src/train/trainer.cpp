@@ -76,6 +76,7 @@ void Trainer::State::setup() {
   LoaderOptions lo;
   lo.batch_size = cfg.batch_size;
   lo.prefetch = static_cast<int>(cfg.prefetch);
+  lo.in_memory_mb = cfg.data_in_memory_mb;
   lo.augment = cfg.augment;
   lo.seed = static_cast<uint64_t>(cfg.seed);
   lo.device = device;

@@ -177,22 +177,30 @@ TEST(H5Dataset, ValuesRoundTripExactlyAndReadsAreCoalesced) {
   spec.channels = 2, spec.height = 3, spec.width = 5, spec.classes = 3, spec.train_size = 40;
   hpctrain::write_synthetic(d.path(), spec);
   auto ref = hpctrain::make_synthetic(spec, spec.train_size, 0);
-  auto ds = H5Dataset::open(d / "train.h5");
-  EXPECT_EQ(ds.info().sample_shape, (std::vector<int64_t>{2, 3, 5}));
-  EXPECT_EQ(ds.labels(), ref.labels);
-  EXPECT_TRUE(ds.info().has_stats);
-  std::vector<float> mean, std;
-  hpctrain::channel_mean_std(ref, &mean, &std);
-  EXPECT_EQ(ds.info().mean, mean);
-  EXPECT_EQ(ds.info().std, std);
-  // Scattered, with a repeat: runs {3,4,5}, {9}, {9}, {20,21}, {39}.
-  std::vector<int64_t> idx = {3, 4, 5, 9, 9, 20, 21, 39};
-  const int64_t numel = 30;
-  std::vector<float> out(idx.size() * numel);
-  ds.read(idx, out.data());
-  EXPECT_EQ(ds.read_calls(), 1);
-  for (size_t i = 0; i < idx.size(); ++i)
-    for (int64_t k = 0; k < numel; ++k)
-      ASSERT_EQ(out[i * numel + k], float(ref.images[idx[i] * numel + k])) << "sample " << idx[i];
-  EXPECT_THROW(ds.read({40}, out.data()), hpctrain::Error);
+  // Held in memory (small: read whole at the first batch) and read per batch from the file.
+  for (int64_t in_memory_max : {H5Dataset::kInMemoryBudget, int64_t{0}}) {
+    auto ds = H5Dataset::open(d / "train.h5", "images", "labels", 0, false, in_memory_max);
+    EXPECT_EQ(ds.info().sample_shape, (std::vector<int64_t>{2, 3, 5}));
+    EXPECT_EQ(ds.labels(), ref.labels);
+    EXPECT_TRUE(ds.info().has_stats);
+    std::vector<float> mean, std;
+    hpctrain::channel_mean_std(ref, &mean, &std);
+    EXPECT_EQ(ds.info().mean, mean);
+    EXPECT_EQ(ds.info().std, std);
+    // Scattered, with a repeat: runs {3,4,5}, {9}, {9}, {20,21}, {39}.
+    std::vector<int64_t> idx = {3, 4, 5, 9, 9, 20, 21, 39};
+    const int64_t numel = 30;
+    std::vector<float> out(idx.size() * numel);
+    for (int round = 1; round <= 2; ++round) {
+      std::fill(out.begin(), out.end(), -1.f);
+      ds.read(idx, out.data());
+      // One H5Dread per batch from the file (coalesced); in memory: one for the whole file.
+      EXPECT_EQ(ds.read_calls(), in_memory_max ? 1 : round) << in_memory_max;
+      for (size_t i = 0; i < idx.size(); ++i)
+        for (int64_t k = 0; k < numel; ++k)
+          ASSERT_EQ(out[i * numel + k], float(ref.images[idx[i] * numel + k])) << "sample " << idx[i];
+    }
+    EXPECT_THROW(ds.read({40}, out.data()), hpctrain::Error);
+    EXPECT_THROW(ds.read({-1}, out.data()), hpctrain::Error);
+  }
 }
