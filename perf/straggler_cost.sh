@@ -24,7 +24,7 @@ t=[json.loads(l)['step_s'] for l in open(sys.argv[1]) if '\"type\": \"train\"' i
 print(sum(t)/len(t))" "$1"
 }
 for model in mlp cnn; do
-  if [ $model = mlp ]; then steps=600 every=100; else steps=60 every=10; fi
+  if [ $model = mlp ]; then steps=1500 every=100; else steps=200 every=20; fi
   for ((p = 0; p < PAIRS; p++)); do
     for arm in on off; do
       thr=0.05; [ $arm = off ] && thr=0
