@@ -39,13 +39,20 @@ run_np 1 ckpt merge "$WORK/pre" --out "$WORK/pre.h5" >/dev/null
 ok "$stop steps + resume == 64 uninterrupted steps, bitwise"
 
 # World-size change: the preemption checkpoint resumed on 1 rank with batch 32 (global 32 as before).
-# Not bitwise (SyncBN sums in another order): float drift grows with the steps after the resume
-# (which vary with where the signal lands), ~5e-4 after 57; a wrong sample position is ~1e-1.
+# Not bitwise (SyncBN sums in another order), and this noisy problem amplifies that rounding
+# chaotically: measured from a step-8 checkpoint, 2.2e-7 after 6 steps, 8.7e-4 after 13,
+# 2e-2 after 56 (and only 5e-4 after 43 from step 21), so the end of the run is no test of it.
+# Compared instead at the first checkpoint after the resume (at most 7 steps later; both runs
+# save every 7 steps): rounding only, while a wrong sample position differs at once.
 run_np 1 train --batch-size 32 --ckpt-dir "$WORK/pre-copy" "${common[@]}" >"$WORK/np1.txt" 2>&1 || { tail "$WORK/np1.txt"; fail "resume on 1 rank"; }
 grep -q "saved with 2 rank(s); now 1, global batch 32" "$WORK/np1.txt" || { grep resumed "$WORK/np1.txt"; fail "world-size change not reported"; }
-run_np 1 ckpt merge "$WORK/pre-copy" --out "$WORK/np1.h5" >/dev/null
-/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/full.h5" "$WORK/np1.h5" --rtol 1e-3 || fail "2 -> 1 resume diverged"
-ok "resume 2 -> 1 ranks continues at the same global sample"
+next=$(( (stop / 7 + 1) * 7 ))
+[ "$next" -le 64 ] || next=64
+step_dir=$(printf 'step-%08d' "$next")
+run_np 1 ckpt merge "$WORK/full/$step_dir" --out "$WORK/full-next.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/pre-copy/$step_dir" --out "$WORK/np1.h5" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/full-next.h5" "$WORK/np1.h5" --rtol 1e-5 || fail "2 -> 1 resume diverged by step $next"
+ok "resume 2 -> 1 ranks at step $stop continues at the same global sample (step $next)"
 
 # Eval of the final checkpoint (merged file, CPU, 1 rank) equals the training run's evaluation.
 acc_train=$(json_field "$WORK/full.txt" test_accuracy)
