@@ -4,9 +4,11 @@
 // collectives (they must be ordered like every other collective), and the boundary allreduce is
 // where rank 0 learns that every rank's shards are durable.
 #include <ATen/ATen.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -84,6 +86,21 @@ void gather_shard_digests(Communicator& comm, ckpt::Manifest& m) {
     m.shards[s].xxh3 = ckpt::hex64(static_cast<uint64_t>(p[2 * s + 1]));
   }
   for (int64_t i = 0; i < nt; ++i) m.tensors[i].offset = p[2 * k + i] - 1;
+}
+
+// Collective (all_writers): every rank cuts the shard plan from its own tensor list, so the
+// lists must agree (names, order, sizes); a rank whose list differs would write shards of
+// another plan. One allreduce of (max, -min) of a hash of the plan; a mismatch throws on every rank.
+void check_same_plan(Communicator& comm, const ckpt::Manifest& m, int64_t step) {
+  std::string key;
+  for (const auto& t : m.tensors) key += t.name + '\0' + std::to_string(t.nbytes) + '\0' + std::to_string(t.shard) + '\n';
+  const auto h = static_cast<int64_t>(XXH3_64bits(key.data(), key.size()));
+  at::Tensor t = at::tensor({h, h == INT64_MIN ? INT64_MAX : -h}, at::kLong);
+  comm.allreduce(t, ReduceOp::kMax, "ckpt.plan")->wait();
+  if (t[0].item<int64_t>() != h || t[1].item<int64_t>() != (h == INT64_MIN ? INT64_MAX : -h))
+    throw CollectiveError("checkpoint " + ckpt::step_dir_name(step) +
+                          ": the ranks' states differ (tensor names, order or sizes), so --ckpt-writers all "
+                          "would write shards of different plans; pass the same state on every rank");
 }
 
 }  // namespace
@@ -289,6 +306,7 @@ void CheckpointWriter::save(int64_t step, CheckpointState state, Snapshot when) 
     }
   }
   agree_on(comm_, err, 0, "checkpoint " + ckpt::step_dir_name(step) + " snapshot");
+  if (opts_.all_writers) check_same_plan(comm_, job->manifest, step);
   job_ = std::move(job);
   // The stall is known before the thread can finish (async) and before it is retired (sync):
   // set it now, and for a sync save add the wait below to the record it retires into.

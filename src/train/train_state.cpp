@@ -65,11 +65,15 @@ CheckpointState capture_model_state(Model& model, const TrainProgress& p,
 }
 
 void append_optimizer_state(CheckpointState& st, Model& model, torch::optim::Optimizer& opt) {
-  auto names = param_names(model);
-  for (auto& [key, state] : opt.state()) {
-    auto it = names.find(key);
-    if (it == names.end()) continue;
-    const std::string base = "optim/" + it->second;
+  // In the model's parameter order: opt.state() is a hash map keyed by each parameter's address,
+  // whose order differs between processes, and --ckpt-writers all needs every rank to list the
+  // same tensors in the same order (its shard plan is cut from that list on each rank).
+  auto& states = opt.state();
+  for (auto& [name, p] : model.named_parameters()) {
+    auto found = states.find(p.unsafeGetTensorImpl());
+    if (found == states.end()) continue;
+    auto& state = found->second;
+    const std::string base = "optim/" + name;
     if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(state.get())) {
       if (s->momentum_buffer().defined()) st.tensors.emplace_back(base + ".momentum_buffer", s->momentum_buffer());
     } else if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(state.get())) {

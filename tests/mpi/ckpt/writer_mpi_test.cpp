@@ -2,6 +2,8 @@
 // verified checkpoint; a write error on one rank is raised on every rank at the next boundary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -172,4 +174,30 @@ TEST_P(Writers, CheckErrorsIsFreeOnceTheWriteIsAgreedDone) {
   w.finish();
   MPI_Barrier(world().mpi_comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000010");
+}
+
+// --ckpt-writers all cuts each rank's shard plan from its own tensor list: a rank that lists
+// the same tensors in another order (or other sizes) is an error on every rank, before any shard
+// is written (it once left a checkpoint without the shards of the disagreeing plan).
+TEST(WriterErrors, AllWritersWithDifferentTensorOrderFailsOnEveryRank) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  SharedDir d;
+  CheckpointOptions o{d.path};
+  o.shard_mb = 1;
+  o.all_writers = true;
+  CheckpointWriter w(o, cpu_comm());
+  CheckpointState s = big_state(1);
+  if (world().rank() == 1) std::reverse(s.tensors.begin(), s.tensors.end());
+  bool raised = false;
+  try {
+    w.save(3, s);
+  } catch (const CollectiveError& e) {
+    raised = true;
+    EXPECT_NE(std::string(e.what()).find("the ranks' states differ"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(raised);
+  EXPECT_FALSE(fs::exists(d.path + "/step-00000003"));
+  w.save(4, big_state(4));  // the same state everywhere still works afterwards
+  w.finish();
+  EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000004");
 }
