@@ -1,7 +1,6 @@
 #include "ckpt/h5_image.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -10,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,66 +23,6 @@
 namespace hpctrain::ckpt {
 namespace {
 
-// The core driver's buffer: a private anonymous mapping (lazily backed), grown with mremap.
-// HDF5 frees nothing: the mapping lives until the MemImage does.
-struct MemImage {
-  unsigned char* base = nullptr;
-  size_t cap = 0;
-  size_t eof = 0;  // what the driver last asked for
-  // `populate`: bytes to fault in now, in one call (the core driver zero-fills the file's whole
-  // address range as it grows; page by page on a fresh mapping that is a trap per 4 KiB).
-  MemImage(size_t reserve, size_t populate) : cap(reserve) {
-    void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw Error(std::string("cannot reserve memory for an HDF5 image: ") + std::strerror(errno));
-    base = static_cast<unsigned char*>(p);
-#ifdef MADV_POPULATE_WRITE
-    (void)::madvise(base, std::min(populate, cap), MADV_POPULATE_WRITE);  // advice: may fail (old kernels)
-#endif
-  }
-  ~MemImage() { ::munmap(base, cap); }
-  void* resize(size_t n) {
-    if (n > cap) {
-      size_t want = std::max(n, cap * 2);
-      void* p = ::mremap(base, cap, want, MREMAP_MAYMOVE);
-      if (p == MAP_FAILED) return nullptr;
-      base = static_cast<unsigned char*>(p);
-      cap = want;
-    }
-    eof = n;
-    return base;
-  }
-
-  static void* cb_malloc(size_t n, H5FD_file_image_op_t, void* u) { return static_cast<MemImage*>(u)->resize(n); }
-  static void* cb_memcpy(void* d, const void* s, size_t n, H5FD_file_image_op_t, void*) { return std::memcpy(d, s, n); }
-  static void* cb_realloc(void*, size_t n, H5FD_file_image_op_t, void* u) { return static_cast<MemImage*>(u)->resize(n); }
-  static herr_t cb_free(void*, H5FD_file_image_op_t, void*) { return 0; }
-  static void* cb_udata_copy(void* u) { return u; }
-  static herr_t cb_udata_free(void*) { return 0; }
-};
-
-// The mapping of the last image, reused by the next one: HDF5's core driver zero-fills the
-// whole address range of the file (the tensors' ranges too) as it grows, and on fresh pages
-// that is a page fault per 4 KiB (~0.6 ms per MiB here, more than the write itself); on the
-// recycled mapping it is a plain memset. So one file-sized mapping stays resident between
-// checkpoints, like the writer's host copy of the tensors.
-std::mutex spare_mu;
-std::unique_ptr<MemImage> spare;
-
-std::unique_ptr<MemImage> take_image(size_t need, size_t populate) {
-  std::lock_guard<std::mutex> g(spare_mu);
-  if (spare && spare->cap >= need) {
-    spare->eof = 0;
-    return std::move(spare);
-  }
-  spare.reset();
-  return std::make_unique<MemImage>(need, populate);
-}
-
-void recycle_image(std::unique_ptr<MemImage> m) {
-  std::lock_guard<std::mutex> g(spare_mu);
-  if (!spare || spare->cap < m->cap) spare = std::move(m);
-}
-
 // One stretch of the output file: image bytes (tensor < 0) or a tensor's own bytes.
 struct Piece {
   const unsigned char* data;
@@ -89,19 +30,11 @@ struct Piece {
   int tensor;
 };
 
-// H5Fget_file_image clears the superblock's file consistency flags (the open file has "open
-// for writing" there); the bytes we write must be that image. Superblock v0/v1: 4 bytes at 20.
-void clear_open_flags(unsigned char* image, size_t size, const std::string& path) {
-  static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-  if (size < 24 || std::memcmp(image, sig, 8) != 0 || image[8] > 1)
-    throw Error("building " + path + ": unexpected HDF5 superblock (version " +
-                std::to_string(size > 8 ? image[8] : -1) + ")");
-  std::memset(image + 20, 0, 4);
-}
-
 class Fd {
  public:
   Fd(const std::string& path, int flags) : path_(path), fd_(::open(path.c_str(), flags | O_CLOEXEC, 0644)) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
   ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -176,40 +109,87 @@ std::string layout_key(const H5FileSpec& spec) {
   return k;
 }
 
+// A scratch file for HDF5 to build a layout in, unlinked as soon as HDF5 has opened it by name
+// (a memfd would do, but HDF5 resolves the name it opens with realpath, and /proc/self/fd/N of a
+// memfd resolves to nothing). In `dirs`, the first that works.
+class ScratchFile {
+ public:
+  ScratchFile(const std::vector<std::string>& dirs, const std::string& purpose) {
+    std::string tried;
+    for (const std::string& dir : dirs) {
+      std::string templ = dir + "/.hpctrain-h5-layout-XXXXXX";
+      int fd = ::mkostemp(templ.data(), O_CLOEXEC);
+      if (fd >= 0) {
+        fd_ = fd;
+        name_ = templ;
+        return;
+      }
+      tried += (tried.empty() ? "" : ", ") + dir + ": " + std::strerror(errno);
+    }
+    throw Error(purpose + ": no scratch file for HDF5 (" + tried + ")");
+  }
+  ~ScratchFile() {
+    unlink_name();
+    ::close(fd_);
+  }
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  const std::string& name() const { return name_; }
+  int fd() const { return fd_; }
+  void unlink_name() {
+    if (!name_.empty()) ::unlink(name_.c_str());
+    name_.clear();
+  }
+
+ private:
+  int fd_ = -1;
+  std::string name_;
+};
+
+// Builds the file's HDF5 structure in a scratch file through HDF5's default (sec2) driver:
+// storage that HDF5 allocates but never writes stays a hole there, so a 256 MiB shard's layout
+// costs its metadata pages only (the core driver zero-fills the file's whole address range, a
+// page fault per 4 KiB: more than the write itself in a fresh process). Then only the bytes
+// between the tensors' storage are read back.
 Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile& out) {
   const auto& tensors = *spec.tensors;
-  size_t payload = 0;
-  for (const auto& [name, t] : tensors) payload += t.nbytes();
-  std::unique_ptr<MemImage> owned = take_image(payload + (size_t{64} << 20), payload + (size_t{1} << 20));
-  MemImage& mem = *owned;
+  // Uncompressed, the scratch holds metadata only: memory (/dev/shm), else $TMPDIR or /tmp.
+  // Compressed, it holds the deflated data too: next to the output, which has room for it.
+  std::vector<std::string> dirs;
+  if (spec.compress) {
+    std::string parent = std::filesystem::path(path).parent_path().string();
+    dirs.push_back(parent.empty() ? "." : parent);
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    dirs = {"/dev/shm", tmp && *tmp ? tmp : "/tmp"};
+  }
+  ScratchFile scratch(dirs, "building " + path);
   Layout l;
   std::vector<int64_t>& offsets = l.offsets;
   offsets.assign(tensors.size(), -1);
-
-  auto g = h5::lock();
-  h5::silence_errors();
-  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
-  H5FD_file_image_callbacks_t cb = {MemImage::cb_malloc, MemImage::cb_memcpy, MemImage::cb_realloc,
-                                    MemImage::cb_free, MemImage::cb_udata_copy, MemImage::cb_udata_free, &mem};
-  if (H5Pset_fapl_core(fapl.get(), size_t{1} << 20, 0) < 0 || H5Pset_file_image_callbacks(fapl.get(), &cb) < 0)
-    throw Error("building " + path + ": cannot set up HDF5's in-memory driver");
-  h5::Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
-  if (!file.valid()) throw Error("cannot create HDF5 file " + path + " in memory");
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const at::Tensor& t = tensors[i].second;
-    offsets[i] = create_dataset(file.get(), tensors[i].first, t, spec.compress, /*write_data=*/spec.compress);
-    if (offsets[i] < 0) out.tensor_xxh3[i] = checksum(t);
-    if (i == 0 && spec.after_first_dataset) spec.after_first_dataset();
+  {
+    auto g = h5::lock();
+    h5::silence_errors();
+    h5::Handle file(H5Fcreate(scratch.name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    if (!file.valid()) throw Error("building " + path + ": HDF5 cannot create its scratch file " + scratch.name());
+    scratch.unlink_name();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor& t = tensors[i].second;
+      offsets[i] = create_dataset(file.get(), tensors[i].first, t, spec.compress, /*write_data=*/spec.compress);
+      if (offsets[i] < 0) out.tensor_xxh3[i] = checksum(t);
+      if (i == 0 && spec.after_first_dataset) spec.after_first_dataset();
+    }
+    for (const auto& [k, v] : spec.root_attrs) h5::write_attr_string(file.get(), k, v);
+    if (H5Fclose(file.release()) < 0) throw Error("building " + path + ": HDF5 close failed");
   }
-  for (const auto& [k, v] : spec.root_attrs) h5::write_attr_string(file.get(), k, v);
-  if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) throw Error("building " + path + ": HDF5 flush failed");
-  ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
-  if (size <= 0 || static_cast<size_t>(size) > mem.eof)
-    throw Error("building " + path + ": HDF5 file image unavailable");
-  l.size = static_cast<size_t>(size);
-  clear_open_flags(mem.base, l.size, path);
+  auto fail = [&](const char* what) {
+    throw Error("building " + path + ": " + what + " of the scratch file failed: " + std::strerror(errno));
+  };
+  struct stat sb;
+  if (::fstat(scratch.fd(), &sb) != 0 || sb.st_size <= 0) fail("stat");
+  l.size = static_cast<size_t>(sb.st_size);
 
-  // The file in order: image bytes between the tensors' storage.
+  // The file in order: HDF5's bytes between the tensors' storage.
   std::vector<int> order;
   for (size_t i = 0; i < tensors.size(); ++i)
     if (offsets[i] >= 0) order.push_back(static_cast<int>(i));
@@ -217,7 +197,14 @@ Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile
   size_t pos = 0;
   auto segment = [&](size_t from, size_t to) {
     l.segments.push_back({from, to - from, l.meta.size()});
-    l.meta.insert(l.meta.end(), mem.base + from, mem.base + to);
+    l.meta.resize(l.meta.size() + (to - from));
+    unsigned char* dst = l.meta.data() + l.segments.back().meta_off;
+    for (size_t done = 0; done < to - from;) {
+      ssize_t n = ::pread(scratch.fd(), dst + done, to - from - done, static_cast<off_t>(from + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("read");
+      done += static_cast<size_t>(n);
+    }
   };
   for (int i : order) {
     size_t off = static_cast<size_t>(offsets[i]), n = tensors[i].second.nbytes();
@@ -227,10 +214,6 @@ Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile
     pos = off + n;
   }
   if (pos < l.size) segment(pos, l.size);
-  file.reset();
-  fapl.reset();
-  g.unlock();
-  recycle_image(std::move(owned));
   return l;
 }
 

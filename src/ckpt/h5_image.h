@@ -1,19 +1,16 @@
 // One HDF5 file written at disk speed (internal to src/ckpt): shards and merged .h5 files.
 //
-// How: the file is built in memory with HDF5's core driver (no backing store) whose buffer we
-// own (file image callbacks, an mmap reservation: pages the file never touches cost nothing).
-// Each non-empty tensor's storage is allocated contiguous but not filled: at write time its
-// bytes come straight from the tensor's own memory, spliced between the image's metadata
-// regions. One sequential pass over the file's bytes, in 1 MiB blocks while they are in cache,
-// computes the XXH3 of the whole file and of each tensor and write()s them; then one fsync
-// (or none: the caller fsyncs it later, with the other files of a commit).
-// So the tensor bytes are read once, never copied in user space, and the image holds only
-// metadata (plus the data of compressed datasets, which HDF5 must deflate itself). Memory: the
-// image of one file at a time. HDF5's core driver zero-fills the file's whole address range
-// (tensor ranges included) as the image grows, so the mapping is kept for the next file: its
-// pages stay resident (about one shard's size) and the zero-fill costs a memset instead of a
-// page fault per 4 KiB.
-// The bytes written equal what H5Fget_file_image would return for the same file.
+// How: HDF5 builds the file's structure in an unlinked scratch file (/dev/shm, else $TMPDIR or
+// /tmp) through its default driver. Each non-empty tensor's storage is allocated contiguous but
+// never written there (a hole: it costs no memory); at write time its bytes come straight from
+// the tensor's own memory, spliced between the file's metadata regions. One sequential pass over
+// the file's bytes, in 1 MiB blocks while they are in cache, computes the XXH3 of the whole file
+// and of each tensor and write()s them; then one fsync (or none: the caller fsyncs it later,
+// with the other files of a commit).
+// So the tensor bytes are read once, never copied in user space, and memory holds only the
+// metadata (plus the data of compressed datasets, which HDF5 must deflate itself) of one file.
+// The metadata of a layout (names, dtypes, shapes, root attributes) is kept and reused byte for
+// byte by the next file with that layout (up to 16 layouts; not for compressed files).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -140,3 +140,33 @@ TEST(H5Image, ReusedLayoutReadsBackAndEqualsAFreshBuild) {
   ckpt::write_h5_file(d.path + "/fresh.h5", spec);
   EXPECT_EQ(slurp(d.path + "/fresh.h5"), slurp(d.path + "/reused.h5"));
 }
+
+// The layout is built in an unlinked scratch file: a big tensor's storage is a hole there, so
+// nothing of its size is kept, and no scratch file is left behind (in /dev/shm or /tmp, or,
+// compressed, next to the output).
+TEST(H5Image, LayoutScratchFileLeavesNothingBehind) {
+  TempDir d;
+  auto scratch_files = [&] {
+    int n = 0;
+    std::error_code ec;
+    for (const std::string& dir : {std::string("/dev/shm"), std::string("/tmp"), d.path})
+      for (const auto& e : fs::directory_iterator(dir, ec))
+        n += e.path().filename().string().rfind(".hpctrain-h5-layout-", 0) == 0;
+    return n;
+  };
+  int before = scratch_files();
+  ckpt::NamedTensors big = {{"model/w", at::zeros({64 << 18}, at::kFloat)}, {"model/b", at::ones({3})}};
+  ckpt::H5FileSpec spec;
+  spec.tensors = &big;
+  ckpt::WrittenFile w = ckpt::write_h5_file(d.path + "/big.h5", spec);
+  EXPECT_EQ(w.bytes, static_cast<int64_t>(fs::file_size(d.path + "/big.h5")));
+  EXPECT_GT(w.bytes, int64_t{64} << 20);
+  EXPECT_EQ(w.xxh3, ckpt::digest_file(d.path + "/big.h5").xxh3);
+  EXPECT_EQ(scratch_files(), before);
+  h5::Handle f = ckpt::open_h5(d.path + "/big.h5");
+  EXPECT_TRUE(at::equal(ckpt::read_tensor(f.get(), "model/b"), big[1].second));
+  spec.compress = true;
+  ckpt::write_h5_file(d.path + "/small.h5", spec);
+  EXPECT_EQ(scratch_files(), before);
+  EXPECT_LT(fs::file_size(d.path + "/small.h5"), size_t{1} << 20);  // zeros deflate
+}
