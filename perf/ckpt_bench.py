@@ -80,14 +80,14 @@ class Bench:
         shutil.rmtree(ck, ignore_errors=True)
         return [r for r in recs if r.get("type") == "checkpoint"]
 
-    def dd(self, nbytes):
-        """Seconds for dd of nbytes with fdatasync, less the cost of starting dd (measured)."""
+    def dd(self, nbytes, src="/dev/zero"):
+        """Seconds for dd of nbytes from src with fdatasync, less the cost of starting dd (measured)."""
         path = os.path.join(self.base, "dd.bin")
 
         def once(n):
             subprocess.run(["sync"])
             t0 = time.perf_counter()
-            sh(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={n}", "iflag=count_bytes",
+            sh(["dd", f"if={src}", f"of={path}", "bs=1M", f"count={n}", "iflag=count_bytes",
                 "conv=fdatasync", "status=none"])
             t = time.perf_counter() - t0
             os.remove(path)
@@ -105,19 +105,7 @@ class Bench:
             with open(self.mem_src, "wb") as f:
                 for off in range(0, nbytes, 64 * MIB):
                     f.write(os.urandom(min(64 * MIB, nbytes - off)))
-        path = os.path.join(self.base, "dd.bin")
-
-        def once(n):
-            subprocess.run(["sync"])
-            t0 = time.perf_counter()
-            sh(["dd", f"if={self.mem_src}", f"of={path}", "bs=1M", f"count={n}", "iflag=count_bytes",
-                "conv=fdatasync", "status=none"])
-            t = time.perf_counter() - t0
-            os.remove(path)
-            return t
-
-        spawn = statistics.median(once(0) for _ in range(3))
-        return max(once(nbytes) - spawn, 1e-6)
+        return self.dd(nbytes, self.mem_src)
 
     def write_pairs(self, model):
         a = self.a

@@ -75,6 +75,10 @@ WorkHandle Communicator::allgather_into(at::Tensor input, at::Tensor output, std
   return std::make_shared<CompletedWork>();
 }
 
+WorkHandle Communicator::probe_link(int, int, int64_t, int, double*, std::string) {
+  throw Error("the " + name() + " backend cannot probe links (no point-to-point messages)");
+}
+
 OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag) {
   OpInfo i;
   i.op = op;

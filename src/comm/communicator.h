@@ -70,6 +70,17 @@ class Communicator {
   // `output` itself (in place, no copy).
   virtual WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {});
 
+  // Times this rank's outbound link to rank `to` (the straggler report's link probe,
+  // comm/link_probe.h): sends `bytes` there and waits for its one-byte acknowledgement, while
+  // receiving `bytes` from rank `from` and acknowledging them (-1: no such peer), `rounds`
+  // times back to back. Peers pair up: if r's `to` is t, t's `from` is r. Every rank of the
+  // communicator submits it at the same point (in op order; ranks without peers pass -1, -1).
+  // *seconds (written before the work completes): the fastest round, from its start until
+  // `to`'s acknowledgement arrived; 0 without `to`. Not counted as collective wait
+  // (comm/wait_meter.h). Backends without point-to-point (can_probe_links() false) throw.
+  virtual bool can_probe_links() const { return false; }
+  virtual WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {});
+
   // The caller's current training step, quoted in watchdog reports ("... at step 120"). Cheap
   // (an atomic store); call it once per step. A no-op for backends without a watchdog.
   virtual void set_step(int64_t step) {}

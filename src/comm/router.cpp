@@ -85,6 +85,10 @@ WorkHandle DeviceRouter::allgather_into(at::Tensor input, at::Tensor output, std
 
 WorkHandle DeviceRouter::barrier(std::string tag) { return mpi_->barrier(std::move(tag)); }
 
+WorkHandle DeviceRouter::probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag) {
+  return mpi_->probe_link(to, from, bytes, rounds, seconds, std::move(tag));
+}
+
 void DeviceRouter::set_step(int64_t step) {
   if (watchdog_) watchdog_->set_step(step);
 }

@@ -36,6 +36,9 @@ class DeviceRouter final : public Communicator {
   WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
                             std::string tag = {}) override;
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
+  bool can_probe_links() const override { return mpi_->can_probe_links(); }
+  // Over MPI (host memory), whichever backend carries the tensors.
+  WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;
   void set_step(int64_t step) override;
 
   // The watchdog of this rank; nullptr when the timeout is off.

@@ -29,12 +29,12 @@ void StepStats::add_step(int64_t local_rows, const DdpStepStats& ddp) {
   interval_comm_wait_ += ddp.finalize_wait_s;
 }
 
-IntervalReport StepStats::close_interval(Communicator& comm, int world) {
+IntervalReport StepStats::close_interval(Communicator& comm, int world, double link_s) {
   world_ = world;
   IntervalReport r;
   double dt = std::chrono::duration<double>(clock::now() - interval_t0_).count();
-  // [loss sum, steps, then 5 slots per rank]: each rank fills its own slots, the sum gathers.
-  constexpr int kPerRank = 5;
+  // [loss sum, steps, then 6 slots per rank]: each rank fills its own slots, the sum gathers.
+  constexpr int kPerRank = 6;
   const double wait_total = CollectiveWaitMeter::get().total_s();
   at::Tensor sums = at::zeros({2 + kPerRank * world}, at::kDouble);
   double* v = sums.data_ptr<double>();
@@ -47,6 +47,7 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
     mine[2] = interval_optimizer_ / interval_steps_;
     mine[3] = interval_comm_wait_ / interval_steps_;
     mine[4] = (wait_total - interval_wait0_) / interval_steps_;
+    mine[5] = link_s;
   }
   comm.allreduce(sums, ReduceOp::kSum, "stats.loss")->wait();
   v = sums.data_ptr<double>();
@@ -60,6 +61,7 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world) {
     one.optimizer_s = q[2];
     one.comm_blocked_s = q[3];
     one.wait_s = q[4];
+    one.link_s = q[5];
     r.ranks.push_back(one);
   }
   if (dt > 0) {

@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "comm/hang_note.h"
+#include "comm/link_probe.h"
 #include "runtime/trace.h"
 
 namespace hpctrain {
@@ -41,7 +42,8 @@ std::optional<StragglerFinding> StragglerWatch::observe(const std::vector<RankSp
   if (!confirmed) return std::nullopt;
   ++reported_[f->rank];
   if (f->rank == rank_ && Tracer::get().enabled())
-    Tracer::get().record("straggler: " + describe_straggler(*f, host(f->rank)), "straggler", t0_us, t1_us, 3);
+    Tracer::get().record("straggler: " + describe_straggler(*f, host(f->rank), f->link_to >= 0 ? host(f->link_to) : ""),
+                         "straggler", t0_us, t1_us, 3);
   return f;
 }
 
@@ -53,15 +55,19 @@ void StragglerWatch::annotate(const std::vector<RankSplit>& ranks, std::string& 
 }
 
 std::string StragglerWatch::progress_text(const StragglerFinding& f) const {
-  return "slowest: " + describe_straggler(f, host(f.rank));
+  return "slowest: " + describe_straggler(f, host(f.rank), f.link_to >= 0 ? host(f.link_to) : "");
 }
 
 nlohmann::json StragglerWatch::record(const StragglerFinding& f, const std::vector<RankSplit>& ranks) const {
-  return {{"rank", f.rank},
-          {"host", host(f.rank)},
-          {"cost_ms_per_step", f.cost_s * 1e3},
-          {"cause", to_string(f.cause)},
-          {"per_rank", splits_json(ranks)}};
+  nlohmann::json j = {{"rank", f.rank},
+                      {"host", host(f.rank)},
+                      {"cost_ms_per_step", f.cost_s * 1e3},
+                      {"cause", to_string(f.cause)},
+                      {"per_rank", splits_json(ranks)}};
+  if (f.link_to >= 0)
+    j["link"] = {{"to", f.link_to}, {"to_host", host(f.link_to)}, {"probe_ms", f.value_s * 1e3},
+                 {"median_probe_ms", f.median_s * 1e3}, {"probe_bytes", LinkProbe::kBytes}};
+  return j;
 }
 
 nlohmann::json StragglerWatch::summary() const {

@@ -8,6 +8,8 @@
 //   rank that is slow from the start is named at the second log interval.
 // - Every observed interval's split becomes the watchdog's hang note (comm/hang_note.h).
 // - With --trace, the straggler rank records a span "straggler: ..." over the interval (tid 3).
+// - A slow-link finding's record also has "link": {"to", "to_host", "probe_ms",
+//   "median_probe_ms", "probe_bytes"} (comm/link_probe.h).
 // - summary(): {"rank", "host", "intervals", "of"} for the rank reported most often (the lower
 //   rank on a tie), or null when none was reported.
 // - threshold 0 turns it off: observe() returns nothing and sets no note.

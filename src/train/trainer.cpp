@@ -66,10 +66,10 @@ void Trainer::State::setup() {
   check_amp(cfg.amp, dev.cuda);
   // Per-rank wait accounting for the straggler report (off with --straggler-threshold 0).
   CollectiveWaitMeter::get().enable(cfg.straggler_threshold > 0);
-  straggler = std::make_unique<StragglerWatch>(
-      cfg.straggler_threshold,
-      cfg.straggler_threshold > 0 ? gather_hostnames(*comm, world.hostname()) : std::vector<std::string>{},
-      world.rank());
+  std::vector<std::string> hosts =
+      cfg.straggler_threshold > 0 ? gather_hostnames(*comm, world.hostname()) : std::vector<std::string>{};
+  link_probe = std::make_unique<LinkProbe>(hosts, world.rank(), comm->can_probe_links());
+  straggler = std::make_unique<StragglerWatch>(cfg.straggler_threshold, std::move(hosts), world.rank());
   if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
   install_preemption_handlers();
 
@@ -241,7 +241,7 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
 }
 
 void Trainer::State::log_interval(int64_t epoch) {
-  IntervalReport iv = stats.close_interval(*comm, world.size());
+  IntervalReport iv = stats.close_interval(*comm, world.size(), link_probe->run(*comm));
   double step_time = stats.mean_step_seconds();
   ProgressLine p{epoch + 1, cfg.epochs, step, total_steps, iv.loss, sched->lr_at(step - 1),
                  iv.samples_per_s, iv.data_wait_pct, iv.comm_wait_pct,

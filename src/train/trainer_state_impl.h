@@ -24,6 +24,7 @@
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/step_stats.h"
+#include "comm/link_probe.h"
 #include "train/straggler_watch.h"
 #include "train/train_optimizer.h"
 #include "train/trainer.h"
@@ -50,6 +51,7 @@ struct Trainer::State {
   std::optional<SamplerPosition> resume_pos;
   StepStats stats;
   std::unique_ptr<StragglerWatch> straggler;
+  std::unique_ptr<LinkProbe> link_probe;  // multi-host runs with straggler detection on
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
   int64_t step = 0, start_epoch = 0;
   bool devices_checked = false;

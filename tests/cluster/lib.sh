@@ -33,9 +33,14 @@ hostfile() {
 # Only multinode.sh runs get the network variables (run_np's one-host runs stay as they are).
 # CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test); MN_FLAGS are more
 # multinode.sh flags (--oversubscribe: no core binding, as every namespace host has the same cores).
+# mpi_yield_when_idle: a namespace host's veth delivers packets in softirq context on the same
+# 2 vCPUs the ranks run on; ranks that busy-poll (Open MPI's default when not oversubscribed)
+# starve ksoftirqd, and every message then waits for a scheduler tick: a 4 KiB ping-pong took
+# 8 ms, 256 KiB 16 ms (0.25-0.3 ms yielding). A real NIC has its own interrupts.
 mn() {
   local hf=$1; shift
   on "${MN_HOST:-node0}" env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
+    OMPI_MCA_mpi_yield_when_idle=1 \
     OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$NSCLUSTER_SUBNET}" \
     timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" ${MN_FLAGS:-} -- "$@"
 }

@@ -82,7 +82,7 @@ void CommThread::loop() {
       // The op's run time here is its wait: it starts once submitted and every earlier op is
       // done, and ends when its data has arrived (comm/wait_meter.h).
       CollectiveWaitMeter& meter = CollectiveWaitMeter::get();
-      const bool timed = meter.enabled();
+      const bool timed = meter.enabled() && job.info.metered;
       const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       job.fn();
       if (timed) meter.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <vector>
 
 #include "comm/desync.h"
 #include "comm/mpi/comm_thread.h"
@@ -310,6 +312,46 @@ WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, 
                                 HPC_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(),
                                                             n, type, output.data_ptr(), n, type, comm));
                               });
+}
+
+WorkHandle MpiCommunicator::probe_link(int to, int from, int64_t bytes, int rounds, double* seconds,
+                                       std::string tag) {
+  const int n = impl_->size;
+  auto peer_ok = [n](int p) { return p >= -1 && p < n; };
+  if (!peer_ok(to) || !peer_ok(from) || to == impl_->rank || from == impl_->rank)
+    throw Error("probe_link: peers " + std::to_string(to) + " / " + std::to_string(from) + " invalid for rank " +
+                std::to_string(impl_->rank) + " of " + std::to_string(n));
+  if (bytes < 1 || bytes > INT_MAX || rounds < 1) throw Error("probe_link: bad size or rounds");
+  OpInfo info = make_op_info("probe_link", at::Tensor(), bytes, std::move(tag));
+  info.dtype = "uint8";
+  info.metered = false;
+  MPI_Comm comm = impl_->comm;
+  return impl_->thread.submit(std::move(info), [to, from, bytes, rounds, seconds, comm]() {
+    constexpr int kData = 1, kAck = 2;
+    std::vector<char> out(to >= 0 ? bytes : 0, 1), in(from >= 0 ? bytes : 0);
+    char ack_out = 1, ack_in = 0;
+    double best = 0;
+    for (int round = 0; round < rounds; ++round) {
+      MPI_Request recv_data = MPI_REQUEST_NULL, recv_ack = MPI_REQUEST_NULL, send_data = MPI_REQUEST_NULL;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (from >= 0) HPC_MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(bytes), MPI_BYTE, from, kData, comm, &recv_data));
+      if (to >= 0) {
+        HPC_MPI_CHECK(MPI_Irecv(&ack_in, 1, MPI_BYTE, to, kAck, comm, &recv_ack));
+        HPC_MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(bytes), MPI_BYTE, to, kData, comm, &send_data));
+      }
+      if (from >= 0) {
+        HPC_MPI_CHECK(MPI_Wait(&recv_data, MPI_STATUS_IGNORE));
+        HPC_MPI_CHECK(MPI_Send(&ack_out, 1, MPI_BYTE, from, kAck, comm));
+      }
+      if (to >= 0) {
+        HPC_MPI_CHECK(MPI_Wait(&recv_ack, MPI_STATUS_IGNORE));
+        double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        HPC_MPI_CHECK(MPI_Wait(&send_data, MPI_STATUS_IGNORE));
+        best = round == 0 ? t : std::min(best, t);
+      }
+    }
+    *seconds = best;
+  });
 }
 
 WorkHandle MpiCommunicator::barrier(std::string tag) {

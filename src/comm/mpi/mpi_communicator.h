@@ -54,6 +54,9 @@ class MpiCommunicator final : public Communicator {
                             std::string tag = {}) override;
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
 
+  bool can_probe_links() const override { return true; }
+  WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;
+
   void set_step(int64_t step) override;
 
   // The raw communicator (for benchmarks that compare against bare MPI).

@@ -29,7 +29,59 @@ const std::vector<RankSplit> kBothSlow = {ms(21.1, 0.4, 14.5, 15.9), ms(21.1, 0.
 // cnn balanced on a loaded machine: one interval where rank 0 alone was slowed by a neighbour.
 const std::vector<RankSplit> kNoisy = {ms(138.3, 0.8, 7.2, 46.4), ms(139.1, 0.4, 16.9, 73.6)};
 
+RankSplit with_link(RankSplit r, double link_ms) {
+  r.link_s = link_ms * 1e-3;
+  return r;
+}
+
+// mlp, 2 namespace hosts, node1's egress at 200 Mbit/s (test_cluster_straggler_link.sh), step
+// 20: the waits are alike (91.7 vs 90.9 ms), the probes of 256 KiB are not (0.25 vs 8.57 ms).
+const std::vector<RankSplit> kSlowLink = {with_link(ms(97.3, 0.1, 87.9, 91.7), 0.25),
+                                          with_link(ms(97.4, 0.1, 89.8, 90.9), 8.57)};
+// The same hosts unshaped, step 10: probes 0.38 / 0.41 ms.
+const std::vector<RankSplit> kLinksEven = {with_link(ms(11.4, 0.1, 4.2, 7.1), 0.38),
+                                           with_link(ms(10.9, 0.1, 4.5, 6.1), 0.41)};
+
 }  // namespace
+
+TEST(Straggler, SlowOutboundLinkIsCommOnItsRank) {
+  auto f = classify_straggler(kSlowLink, 0.05);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rank, 1);
+  EXPECT_EQ(f->cause, StragglerCause::kComm);
+  EXPECT_EQ(f->link_to, 0);
+  EXPECT_NEAR(f->value_s * 1e3, 8.57, 1e-9);
+  EXPECT_NEAR(f->median_s * 1e3, 0.25, 1e-9);
+  // The median wait (91.3 ms) times the share of the probe the slow link added.
+  EXPECT_NEAR(f->cost_s * 1e3, 0.5 * (91.7 + 90.9) * (1 - 0.25 / 8.57), 1e-9);
+  EXPECT_EQ(describe_straggler(*f, "node1", "node0"),
+            "rank 1 on node1 (+88.6 ms/step, comm: its link to rank 0 on node0 took 8.6 ms per 256 KiB vs median 0.2 ms)");
+}
+
+TEST(Straggler, EvenLinksOrOneProbeOrASmallExcessNameNoLink) {
+  EXPECT_FALSE(classify_straggler(kLinksEven, 0.05));
+  std::vector<RankSplit> one = kSlowLink;  // only rank 1 probed (its neighbour shares its host)
+  one[0].link_s = 0;
+  EXPECT_FALSE(classify_straggler(one, 0.05));
+  std::vector<RankSplit> small = kSlowLink;  // 4x slower, but only 0.6 ms longer: jitter
+  small[0].link_s = 0.2e-3;
+  small[1].link_s = 0.8e-3;
+  EXPECT_FALSE(classify_straggler(small, 0.05));
+  std::vector<RankSplit> idle = kSlowLink;  // a slow link the job barely uses costs little
+  for (RankSplit& r : idle) r.wait_s = 1e-3, r.comm_blocked_s = 0.5e-3;
+  EXPECT_FALSE(classify_straggler(idle, 0.05));
+}
+
+TEST(Straggler, AComputeStragglerOutranksASlowLink) {
+  std::vector<RankSplit> r = kHog;
+  r[0].link_s = 20e-3;  // rank 0's link slow too, yet rank 1's hog is what the others wait for
+  r[1].link_s = 0.3e-3;
+  auto f = classify_straggler(r, 0.05);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rank, 1);
+  EXPECT_EQ(f->cause, StragglerCause::kCompute);
+  EXPECT_EQ(f->link_to, -1);
+}
 
 TEST(Straggler, CpuHogIsComputeOnRank1) {
   auto f = classify_straggler(kHog, 0.05);
