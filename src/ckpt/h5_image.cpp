@@ -109,24 +109,14 @@ std::string layout_key(const H5FileSpec& spec) {
   return k;
 }
 
-// A scratch file for HDF5 to build a layout in, unlinked as soon as HDF5 has opened it by name
-// (a memfd would do, but HDF5 resolves the name it opens with realpath, and /proc/self/fd/N of a
-// memfd resolves to nothing). In `dirs`, the first that works.
+// A scratch file in `dir` for HDF5 to build a layout in, unlinked as soon as HDF5 has opened it
+// by name (a memfd would do, but HDF5 resolves the name it opens with realpath, and
+// /proc/self/fd/N of a memfd resolves to nothing).
 class ScratchFile {
  public:
-  ScratchFile(const std::vector<std::string>& dirs, const std::string& purpose) {
-    std::string tried;
-    for (const std::string& dir : dirs) {
-      std::string templ = dir + "/.hpctrain-h5-layout-XXXXXX";
-      int fd = ::mkostemp(templ.data(), O_CLOEXEC);
-      if (fd >= 0) {
-        fd_ = fd;
-        name_ = templ;
-        return;
-      }
-      tried += (tried.empty() ? "" : ", ") + dir + ": " + std::strerror(errno);
-    }
-    throw Error(purpose + ": no scratch file for HDF5 (" + tried + ")");
+  explicit ScratchFile(const std::string& dir) : name_(dir + "/.hpctrain-h5-layout-XXXXXX") {
+    fd_ = ::mkostemp(name_.data(), O_CLOEXEC);
+    if (fd_ < 0) throw Error("cannot create a scratch file in " + dir + ": " + std::strerror(errno));
   }
   ~ScratchFile() {
     unlink_name();
@@ -142,9 +132,35 @@ class ScratchFile {
   }
 
  private:
-  int fd_ = -1;
   std::string name_;
+  int fd_ = -1;
 };
+
+// HDF5 builds the file in a scratch file in `dir`; returns it (unlinked) with the tensors'
+// offsets in `l` and the size of the file.
+std::unique_ptr<ScratchFile> build_in(const std::string& dir, const H5FileSpec& spec, WrittenFile& out, Layout& l) {
+  const auto& tensors = *spec.tensors;
+  l.offsets.assign(tensors.size(), -1);
+  auto g = h5::lock();  // before the scratch name exists: a kill while waiting leaves nothing
+  auto scratch = std::make_unique<ScratchFile>(dir);
+  h5::silence_errors();
+  h5::Handle file(H5Fcreate(scratch->name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!file.valid()) throw Error("HDF5 cannot create its scratch file " + scratch->name());
+  scratch->unlink_name();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i].second;
+    l.offsets[i] = create_dataset(file.get(), tensors[i].first, t, spec.compress, /*write_data=*/spec.compress);
+    if (l.offsets[i] < 0) out.tensor_xxh3[i] = checksum(t);
+    if (i == 0 && spec.after_first_dataset) spec.after_first_dataset();
+  }
+  for (const auto& [k, v] : spec.root_attrs) h5::write_attr_string(file.get(), k, v);
+  if (H5Fclose(file.release()) < 0) throw Error("HDF5 could not close its scratch file in " + dir);
+  struct stat sb;
+  if (::fstat(scratch->fd(), &sb) != 0) throw Error("stat of the scratch file failed: " + std::string(std::strerror(errno)));
+  if (sb.st_size <= 0) throw Error("HDF5 left its scratch file in " + dir + " empty");
+  l.size = static_cast<size_t>(sb.st_size);
+  return scratch;
+}
 
 // Builds the file's HDF5 structure in a scratch file through HDF5's default (sec2) driver:
 // storage that HDF5 allocates but never writes stays a hole there, so a 256 MiB shard's layout
@@ -153,8 +169,9 @@ class ScratchFile {
 // between the tensors' storage are read back.
 Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile& out) {
   const auto& tensors = *spec.tensors;
-  // Uncompressed, the scratch holds metadata only: memory (/dev/shm), else $TMPDIR or /tmp.
-  // Compressed, it holds the deflated data too: next to the output, which has room for it.
+  // Uncompressed, the scratch holds metadata only: memory (/dev/shm), else (missing or full)
+  // $TMPDIR or /tmp. Compressed, it holds the deflated data too: next to the output, which has
+  // room for it.
   std::vector<std::string> dirs;
   if (spec.compress) {
     std::string parent = std::filesystem::path(path).parent_path().string();
@@ -163,31 +180,24 @@ Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile
     const char* tmp = std::getenv("TMPDIR");
     dirs = {"/dev/shm", tmp && *tmp ? tmp : "/tmp"};
   }
-  ScratchFile scratch(dirs, "building " + path);
   Layout l;
-  std::vector<int64_t>& offsets = l.offsets;
-  offsets.assign(tensors.size(), -1);
-  {
-    auto g = h5::lock();
-    h5::silence_errors();
-    h5::Handle file(H5Fcreate(scratch.name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    if (!file.valid()) throw Error("building " + path + ": HDF5 cannot create its scratch file " + scratch.name());
-    scratch.unlink_name();
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const at::Tensor& t = tensors[i].second;
-      offsets[i] = create_dataset(file.get(), tensors[i].first, t, spec.compress, /*write_data=*/spec.compress);
-      if (offsets[i] < 0) out.tensor_xxh3[i] = checksum(t);
-      if (i == 0 && spec.after_first_dataset) spec.after_first_dataset();
+  std::unique_ptr<ScratchFile> scratch;
+  std::string tried;
+  for (const std::string& dir : dirs) {
+    try {
+      l = Layout();
+      scratch = build_in(dir, spec, out, l);
+      break;
+    } catch (const Error& e) {
+      tried += (tried.empty() ? "" : "; ") + std::string(e.what());
     }
-    for (const auto& [k, v] : spec.root_attrs) h5::write_attr_string(file.get(), k, v);
-    if (H5Fclose(file.release()) < 0) throw Error("building " + path + ": HDF5 close failed");
   }
+  if (!scratch) throw Error("building " + path + ": " + tried);
+  const std::vector<int64_t>& offsets = l.offsets;
   auto fail = [&](const char* what) {
     throw Error("building " + path + ": " + what + " of the scratch file failed: " + std::strerror(errno));
   };
-  struct stat sb;
-  if (::fstat(scratch.fd(), &sb) != 0 || sb.st_size <= 0) fail("stat");
-  l.size = static_cast<size_t>(sb.st_size);
+  const int fd = scratch->fd();
 
   // The file in order: HDF5's bytes between the tensors' storage.
   std::vector<int> order;
@@ -200,7 +210,7 @@ Layout build_layout(const std::string& path, const H5FileSpec& spec, WrittenFile
     l.meta.resize(l.meta.size() + (to - from));
     unsigned char* dst = l.meta.data() + l.segments.back().meta_off;
     for (size_t done = 0; done < to - from;) {
-      ssize_t n = ::pread(scratch.fd(), dst + done, to - from - done, static_cast<off_t>(from + done));
+      ssize_t n = ::pread(fd, dst + done, to - from - done, static_cast<off_t>(from + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) fail("read");
       done += static_cast<size_t>(n);

@@ -29,7 +29,7 @@ void StepStats::add_step(int64_t local_rows, const DdpStepStats& ddp) {
   interval_comm_wait_ += ddp.finalize_wait_s;
 }
 
-IntervalReport StepStats::close_interval(Communicator& comm, int world, double link_s) {
+IntervalReport StepStats::close_interval(Communicator& comm, int world, const std::function<double()>& link_probe) {
   world_ = world;
   IntervalReport r;
   double dt = std::chrono::duration<double>(clock::now() - interval_t0_).count();
@@ -47,8 +47,9 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world, double l
     mine[2] = interval_optimizer_ / interval_steps_;
     mine[3] = interval_comm_wait_ / interval_steps_;
     mine[4] = (wait_total - interval_wait0_) / interval_steps_;
-    mine[5] = link_s;
   }
+  const double link_s = link_probe ? link_probe() : 0;  // on every rank: it is collective
+  if (interval_steps_ > 0) v[2 + kPerRank * comm.rank() + 5] = link_s;
   comm.allreduce(sums, ReduceOp::kSum, "stats.loss")->wait();
   v = sums.data_ptr<double>();
   r.loss = v[1] > 0 ? v[0] / v[1] : 0;
@@ -73,7 +74,8 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world, double l
   loss_sum_ = at::Tensor();
   interval_steps_ = interval_rows_ = 0;
   interval_comm_wait_ = interval_optimizer_ = 0;
-  interval_wait0_ = wait_total;  // this allreduce's own wait counts in the next interval
+  // After the allreduce: its wait (and the probe's skew in it) counts in no interval.
+  interval_wait0_ = CollectiveWaitMeter::get().total_s();
   interval_data_wait0_ = data_wait_total_;
   interval_t0_ = clock::now();
   return r;

@@ -3,8 +3,8 @@
 //
 // Contract: close_interval() is collective: one small allreduce of [loss sum, loss count] and a
 // slot per rank that only that rank fills (so the sum is an allgather of every rank's interval
-// split: step, data wait, optimizer, comm-blocked, wait inside collectives, and the link probe
-// the caller ran just before, comm/link_probe.h). The loss printed by
+// split: step, data wait, optimizer, comm-blocked, wait inside collectives, and a link probe,
+// comm/link_probe.h). The loss printed by
 // rank 0 is the global mean over the interval and every rank knows every rank's split (the
 // straggler report); the other timing figures are this rank's. No other collective is added.
 #pragma once
@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <functional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,8 +43,11 @@ class StepStats {
   void add_step(int64_t local_rows, const DdpStepStats& ddp);
   void add_optimizer(double seconds) { interval_optimizer_ += seconds; }
   void set_data_wait(double data_wait_total) { data_wait_total_ = data_wait_total; }
-  // `link_s`: this rank's outbound link probe (0: none), carried to every rank.
-  IntervalReport close_interval(Communicator& comm, int world, double link_s = 0);
+  // `link_probe` (may be empty; collective when given: every rank passes one) runs after the
+  // interval's own figures are taken, and its result (this rank's outbound link time, 0: none)
+  // is carried to every rank. Neither the probe nor this allreduce (in which ranks that did not
+  // probe wait for those that did) counts in any interval's step time or collective wait.
+  IntervalReport close_interval(Communicator& comm, int world, const std::function<double()>& link_probe = {});
 
   double mean_step_seconds() const;
   double last_loss() const { return last_loss_; }

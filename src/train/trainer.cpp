@@ -241,7 +241,7 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
 }
 
 void Trainer::State::log_interval(int64_t epoch) {
-  IntervalReport iv = stats.close_interval(*comm, world.size(), link_probe->run(*comm));
+  IntervalReport iv = stats.close_interval(*comm, world.size(), [this] { return link_probe->run(*comm); });
   double step_time = stats.mean_step_seconds();
   ProgressLine p{epoch + 1, cfg.epochs, step, total_steps, iv.loss, sched->lr_at(step - 1),
                  iv.samples_per_s, iv.data_wait_pct, iv.comm_wait_pct,

@@ -4,6 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+#include <thread>
+
+#include "comm/wait_meter.h"
 #include "ddp/ddp.h"
 #include "support/test_world.h"
 #include "train/step_stats.h"
@@ -37,4 +41,32 @@ TEST(StepStatsMpi, IntervalCarriesEveryRanksTimings) {
   s.add_step(8, DdpStepStats{});
   IntervalReport next = s.close_interval(hpctrain::testing::cpu_comm(), n);
   for (int k = 0; k < n; ++k) EXPECT_EQ(next.ranks[k].comm_blocked_s, 0) << "rank " << k;
+}
+
+// A link probe run by close_interval (here: rank 0 busy 200 ms, the others idle) reaches every
+// rank, and neither its time nor the others' wait for it in the allreduce lands in any
+// interval's step time or collective wait (else the probing ranks would look slower to compute
+// and the idle ones would look like they wait more: a false straggler).
+TEST(StepStatsMpi, LinkProbeTimeCountsInNoInterval) {
+  auto& w = hpctrain::testing::world();
+  const int r = w.rank(), n = w.size();
+  CollectiveWaitMeter::get().enable(true);
+  StepStats s;
+  s.start(0.0);
+  s.add_step(8, DdpStepStats{});
+  auto probe = [r] {
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return r == 0 ? 0.2 : 0.0;
+  };
+  IntervalReport iv = s.close_interval(hpctrain::testing::cpu_comm(), n, probe);
+  EXPECT_DOUBLE_EQ(iv.ranks[0].link_s, 0.2);
+  for (int k = 1; k < n; ++k) EXPECT_EQ(iv.ranks[k].link_s, 0) << "rank " << k;
+  EXPECT_LT(iv.ranks[0].step_s, 0.1);
+  s.add_step(8, DdpStepStats{});
+  IntervalReport next = s.close_interval(hpctrain::testing::cpu_comm(), n);
+  CollectiveWaitMeter::get().enable(false);
+  for (int k = 0; k < n; ++k) {
+    EXPECT_LT(next.ranks[k].step_s, 0.1) << "rank " << k;
+    EXPECT_LT(next.ranks[k].wait_s, 0.1) << "rank " << k;  // the 200 ms wait of ranks > 0 is not here
+  }
 }
