@@ -6,8 +6,10 @@
 #      rate limit is what the probe can attribute, see comm/link_probe.h): within three log
 #      intervals the progress line and the metrics name rank 1 on node1, cause comm, its link to
 #      rank 0 on node0; the summary names rank 1.
+#   c. 3 hosts (an odd ring: three probe phases), node1 shaped as in b: rank 1 on node1 named,
+#      its link to rank 2 on node2.
 source "$(dirname "$0")/lib.sh"
-cluster_start 2
+cluster_start 3
 D="$WORK/d"
 CHECK="$CLUSTER_TESTS_DIR/../e2e/straggler_check.py"
 run_np 1 data synthetic --out "$D" --n 2048 --height 28 --width 28 --classes 10 >/dev/null
@@ -30,6 +32,8 @@ ns=$(_ns node1)
 ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms \
   || { echo "SKIPPED (b): tc tbf unavailable"; exit 0; }
 mn "$WORK/hf" "${args[@]}" --metrics "$WORK/m1.jsonl" >"$WORK/o1.txt" 2>&1 || { tail "$WORK/o1.txt"; fail "shaped 2-host run"; }
+hostfile "$WORK/hf3" node0:1 node1:1 node2:1
+mn "$WORK/hf3" "${args[@]}" --metrics "$WORK/m3.jsonl" >"$WORK/o3.txt" 2>&1 || { tail "$WORK/o3.txt"; fail "shaped 3-host run"; }
 ip netns exec "$ns" tc qdisc del dev eth0 root
 /usr/bin/python3 - "$WORK/m1.jsonl" <<'PY'
 import json, sys
@@ -49,3 +53,8 @@ assert "comm: its link to rank 0 on node0" in line, line
 print("ok: b. step %d: link %s" % (hit["step"], json.dumps(link)))
 PY
 ok "b. node1's egress at 200 Mbit/s: rank 1 on node1 named, cause comm, link to rank 0"
+
+grep -q "hpctrain train: 3 rank(s) on 3 node(s)" "$WORK/o3.txt" || fail "the 3-host run was not on 3 nodes"
+/usr/bin/python3 "$CHECK" "$WORK/m3.jsonl" "$WORK/o3.txt" --rank 1 --cause comm --within 3 || fail "3 hosts: the slow link was not named"
+grep -q "comm: its link to rank 2 on node2" "$WORK/o3.txt" || fail "3 hosts: the finding does not name the link to rank 2 on node2"
+ok "c. 3 hosts, node1's egress at 200 Mbit/s: rank 1 on node1 named, its link to rank 2 on node2"
