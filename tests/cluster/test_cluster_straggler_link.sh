@@ -2,6 +2,7 @@
 # cluster (label `cluster`): a slow link is named (#20). 2 namespace hosts, 1 rank each, mlp
 # (comm-heavy: 0.4 MB of gradients per step).
 #   a. Balanced, 2 hosts: the link probe runs every interval and nothing is reported.
+#   a2. 2 hosts x 2 ranks: only the ranks whose next rank is on the other host (1 and 3) probe.
 #   b. node1's egress shaped to 200 Mbit/s with `tc ... tbf` (this kernel has no sch_netem; a
 #      rate limit is what the probe can attribute, see comm/link_probe.h): within three log
 #      intervals the progress line and the metrics name rank 1 on node1, cause comm, its link to
@@ -27,6 +28,19 @@ assert all(p[0] > 0 and p[1] > 0 for p in probes), probes  # both ranks probed e
 print("ok: a. balanced: link probes (ms per 256 KiB, r0->r1 / r1->r0): " + ", ".join("%.2f/%.2f" % tuple(p) for p in probes))
 PY
 ok "a. 2 hosts balanced, 60 steps: nothing reported"
+
+hostfile "$WORK/hf22" node0:2 node1:2
+MN_FLAGS=--oversubscribe mn "$WORK/hf22" "${args[@]}" --metrics "$WORK/m22.jsonl" >"$WORK/o22.txt" 2>&1 \
+  || { tail "$WORK/o22.txt"; fail "2 hosts x 2 ranks"; }
+/usr/bin/python3 - "$WORK/m22.jsonl" <<'PY' || fail "2 hosts x 2 ranks: probe placement"
+import json, sys
+t = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "train"]
+for r in t:
+    l = [k["link_s"] for k in r["per_rank"]]
+    assert l[0] == 0 and l[2] == 0 and l[1] > 0 and l[3] > 0, l
+print("ok: a2. 2 hosts x 2 ranks: ranks 1 and 3 probe (%s ms), ranks 0 and 2 send nothing" %
+      ", ".join("%.2f/%.2f" % (r["per_rank"][1]["link_s"] * 1e3, r["per_rank"][3]["link_s"] * 1e3) for r in t))
+PY
 
 ns=$(_ns node1)
 ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms \
