@@ -162,6 +162,10 @@ std::string splits_line(const std::vector<RankSplit>& ranks) {
     std::snprintf(buf, sizeof(buf), "%s r%zu %.1f/%.1f/%.1f/%.1f/%.1f", r ? "," : "", r, k.step_s * 1e3,
                   k.data_wait_s * 1e3, k.compute_s() * 1e3, k.comm_blocked_s * 1e3, k.wait_s * 1e3);
     out += buf;
+    if (k.link_s > 0) {
+      std::snprintf(buf, sizeof(buf), " (link probe %.2f ms)", k.link_s * 1e3);
+      out += buf;
+    }
   }
   return out;
 }

@@ -72,7 +72,8 @@ std::optional<StragglerFinding> classify_straggler(const std::vector<RankSplit>&
 std::string describe_straggler(const StragglerFinding& f, const std::string& host, const std::string& link_host = "");
 // [{"step_s", "data_wait_s", "compute_s", "optimizer_s", "comm_blocked_s", "wait_s", "link_s"}, ...]
 nlohmann::json splits_json(const std::vector<RankSplit>& ranks);
-// "step/data-wait/compute/comm-blocked/collective-wait ms per step: r0 45.1/0.2/40.3/4.6/5.0, r1 ..."
+// "step/data-wait/compute/comm-blocked/collective-wait ms per step: r0 45.1/0.2/40.3/4.6/5.0, r1 ...";
+// a rank that probed its link also gets " (link probe 8.57 ms)".
 std::string splits_line(const std::vector<RankSplit>& ranks);
 
 }  // namespace hpctrain

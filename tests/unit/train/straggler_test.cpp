@@ -188,4 +188,7 @@ TEST(Straggler, SplitsLineForTheWatchdogNote) {
   EXPECT_EQ(splits_line(kQuiet),
             "step/data-wait/compute/comm-blocked/collective-wait ms per step: r0 2.3/0.2/2.1/0.0/0.3, r1 "
             "2.3/0.2/2.1/0.0/0.3");
+  EXPECT_EQ(splits_line(kSlowLink),
+            "step/data-wait/compute/comm-blocked/collective-wait ms per step: r0 97.3/0.1/9.3/87.9/91.7 (link probe "
+            "0.25 ms), r1 97.4/0.1/7.5/89.8/90.9 (link probe 8.57 ms)");
 }
