@@ -1,6 +1,7 @@
 // One HDF5 file written at disk speed (internal to src/ckpt): shards and merged .h5 files.
 //
-// How: HDF5 builds the file's structure in an unlinked scratch file (/dev/shm, else $TMPDIR or
+// How (compressed files: all in memory with HDF5's core driver, copied out with
+// H5Fget_file_image): HDF5 builds the file's structure in an unlinked scratch file (/dev/shm, else $TMPDIR or
 // /tmp) through its default driver. Each non-empty tensor's storage is allocated contiguous but
 // never written there (a hole: it costs no memory); at write time its bytes come straight from
 // the tensor's own memory, spliced between the file's metadata regions. One sequential pass over

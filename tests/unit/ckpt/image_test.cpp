@@ -143,7 +143,7 @@ TEST(H5Image, ReusedLayoutReadsBackAndEqualsAFreshBuild) {
 
 // The layout is built in an unlinked scratch file: a big tensor's storage is a hole there, so
 // nothing of its size is kept, and no scratch file is left behind (in /dev/shm or /tmp, or,
-// compressed, next to the output).
+// next to the output).
 TEST(H5Image, LayoutScratchFileLeavesNothingBehind) {
   TempDir d;
   auto scratch_files = [&] {
