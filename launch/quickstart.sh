@@ -4,7 +4,7 @@
 #   EPOCHS=5 bash launch/quickstart.sh      # more epochs (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash launch/setup.sh
+HPCTRAIN_BUILD_TARGET=hpctrain bash launch/setup.sh  # the CLI only; tests/run.sh builds the rest
 DATA=${HPCTRAIN_DATA:-${HPCTRAIN_HOME:-$HOME/.cache/hpctrain}/fashion-mnist}
 if [ ! -f "$DATA/train.h5" ] || [ ! -f "$DATA/test.h5" ]; then
   ./build/hpctrain data fashion-mnist --out "$DATA"

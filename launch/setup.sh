@@ -9,6 +9,7 @@
 #   HPCTRAIN_TORCH     pinned torch version (default below)
 #   CMAKE_PREFIX_PATH  set it to use another LibTorch >= 2.0 instead of the wheel
 #   HPCTRAIN_BUILD_TYPE, HPCTRAIN_CMAKE_ARGS  extra build settings
+#   HPCTRAIN_BUILD_TARGET  build only this target (quickstart: hpctrain); default: everything
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HPCTRAIN_HOME=${HPCTRAIN_HOME:-$HOME/.cache/hpctrain}
@@ -62,4 +63,4 @@ if [ ! -f build/CMakeCache.txt ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${HPCTRAIN_BUILD_TYPE:-RelWithDebInfo}" \
     -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -DPython3_EXECUTABLE="$PY" ${HPCTRAIN_CMAKE_ARGS:-}
 fi
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(nproc)" ${HPCTRAIN_BUILD_TARGET:+--target "$HPCTRAIN_BUILD_TARGET"}

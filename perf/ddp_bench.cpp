@@ -25,7 +25,7 @@
 #include "runtime/device.h"
 #include "runtime/guard.h"
 #include "runtime/world.h"
-#include "train/models.h"
+#include "model/models.h"
 
 using namespace hpctrain;
 

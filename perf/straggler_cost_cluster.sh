@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cost of straggler detection across hosts (#20), where the link probe runs: step time with
 # detection on (default --straggler-threshold 0.05: wait meter + one link probe per log
-# interval, comm/link_probe.h) over off (0), mlp (comm-heavy) on 2 network-namespace hosts x 1
+# interval, diag/link_probe.h) over off (0), mlp (comm-heavy) on 2 network-namespace hosts x 1
 # rank, default --log-every 50, runs interleaved on/off/on/off... Step time: the mean of the
 # train records' step_s after the first interval. Needs root and netns (as `ctest -L cluster`).
 #   perf/straggler_cost_cluster.sh [PAIRS (default 8)] [STEPS (default 1000)]

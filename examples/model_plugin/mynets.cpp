@@ -3,7 +3,7 @@
 //   layers to SyncBatchNorm by itself (same state names, so checkpoints load either way);
 // - gelu_mlp: a 3-layer perceptron with GELU and LayerNorm.
 // Each factory gets the data's sample shape and class count (hpctrain::ModelSpec).
-#include <hpctrain/train/model_registry.h>
+#include <hpctrain/model/model_registry.h>
 #include <hpctrain/runtime/check.h>
 
 #include <torch/nn/modules/activation.h>

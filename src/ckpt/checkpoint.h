@@ -39,6 +39,7 @@
 //   rank must pass identical tensor names/shapes/values (replicated DP state): shard i is written
 //   by rank i % world_size from its own copy, rank 0 builds the manifest from its copy, so a
 //   rank whose copy differed shows up as a checksum failure on verify. DIR must be shared.
+// The ckpt/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -184,7 +185,7 @@ CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);
 // The same check and copy for a state already read; `source` names it in the error.
 void load_model_state(const CheckpointState& st, torch::nn::Module& model, const std::string& source);
-// The same for a model given as its named parameters and buffers (train/model.h).
+// The same for a model given as its named parameters and buffers (model/model.h).
 void load_model_state(const CheckpointState& st, const NamedTensors& target, const std::string& source);
 
 }  // namespace hpctrain

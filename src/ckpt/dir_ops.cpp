@@ -1,3 +1,6 @@
+// Checkpoint file-system steps over POSIX open/write/fsync/rename, each error naming the path
+// and errno's text; prune renames the doomed directories to *.tmp and fsyncs once before
+// deleting them.
 #include "ckpt/dir_ops.h"
 
 #include <fcntl.h>

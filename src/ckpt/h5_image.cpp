@@ -1,3 +1,6 @@
+// write_h5_file: HDF5 lays the file out in a scratch file, holes where the tensors go (in
+// memory when compressed); one writev pass splices its bytes with the tensors' own memory,
+// hashing in 1 MiB blocks. An uncompressed layout is reused by the next file of that layout.
 #include "ckpt/h5_image.h"
 
 #include <fcntl.h>
@@ -17,8 +20,10 @@
 #include <mutex>
 #include <string>
 
-#include "ckpt/h5_tensor.h"
+#include "ckpt/checksum.h"
+#include "io/h5_tensor.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 
 namespace hpctrain::ckpt {
 namespace {
@@ -161,7 +166,7 @@ void fill_file(hid_t file, const H5FileSpec& spec, WrittenFile& out, Layout& l) 
   l.offsets.assign(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& t = tensors[i].second;
-    l.offsets[i] = create_dataset(file, tensors[i].first, t, spec.compress, /*write_data=*/spec.compress);
+    l.offsets[i] = h5::create_dataset(file, tensors[i].first, t, spec.compress, /*write_data=*/spec.compress);
     if (l.offsets[i] < 0) out.tensor_xxh3[i] = checksum(t);
     if (i == 0 && spec.after_first_dataset) spec.after_first_dataset();
   }

@@ -1,16 +1,18 @@
+// manifest.json to and from Manifest, every field checked on reading (checksums 16 hex digits,
+// shard names without '/', shard indices in range; version 1 still read), plus the shard and
+// step names and plan_shards, which packs tensors in order.
 #include "ckpt/manifest.h"
 
-#include <mpi.h>
-#include <torch/version.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include "ckpt/h5_tensor.h"
-#include "dataset/h5_util.h"
-#include "hpctrain_version.h"
+#include "ckpt/checksum.h"
+#include "io/h5_util.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
+#include "runtime/versions.h"
 
 namespace hpctrain::ckpt {
 
@@ -119,13 +121,9 @@ std::vector<int> plan_shards(const std::vector<int64_t>& nbytes, int64_t cap) {
 }
 
 nlohmann::json library_versions() {
-  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-  int len = 0;
-  MPI_Get_library_version(mpi, &len);
-  std::string mpi_s(mpi, static_cast<size_t>(len));
-  mpi_s = mpi_s.substr(0, mpi_s.find_first_of(",\n"));
-  return {{"hpctrain", HPCTRAIN_VERSION}, {"libtorch", TORCH_VERSION}, {"mpi", mpi_s},
-          {"hdf5", h5::library_version()}};
+  nlohmann::json v = hpctrain::library_versions();
+  v["hdf5"] = h5::library_version();
+  return v;
 }
 
 }  // namespace hpctrain::ckpt

@@ -63,7 +63,7 @@ std::string step_dir_name(int64_t step);
 // count is max+1 (at least 1, so an empty checkpoint still has one shard file).
 std::vector<int> plan_shards(const std::vector<int64_t>& nbytes, int64_t cap);
 
-// hpctrain, LibTorch, MPI and HDF5 versions of this build.
+// hpctrain, LibTorch, MPI (runtime/versions.h) and HDF5 versions of this build.
 nlohmann::json library_versions();
 
 }  // namespace hpctrain::ckpt

@@ -1,3 +1,6 @@
+// ckpt merge: verify_checkpoint hands over each tensor (cast with --dtype), --full unshards a
+// ZeRO-1 optimizer state, and the chosen format writes out.tmp, which is renamed durably.
+// ckpt inspect reads the manifest only.
 #include "ckpt/merge.h"
 #include "ckpt/zero_state.h"
 
@@ -7,12 +10,11 @@
 #include <filesystem>
 
 #include "ckpt/dir_ops.h"
-#include "ckpt/h5_tensor.h"
-#include "ckpt/h5_image.h"
-#include "ckpt/safetensors.h"
-#include "ckpt/state_dict_pt.h"
+#include "ckpt/checksum.h"
+#include "ckpt/merged_file.h"
 #include "ckpt/torchscript_archive.h"
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "runtime/check.h"
 
 namespace hpctrain::ckpt {
@@ -28,13 +30,6 @@ nlohmann::json merged_meta(const Manifest& m, const NamedTensors& tensors, const
   for (const auto& [name, t] : tensors) sums[prefix + name] = checksum(t);
   meta["tensor_xxh3"] = sums;
   return meta;
-}
-
-void write_merged_h5(const std::string& path, const nlohmann::json& meta, const NamedTensors& tensors) {
-  H5FileSpec spec;
-  spec.tensors = &tensors;
-  spec.root_attrs = {{"hpctrain_meta", meta.dump()}};
-  write_h5_file(path, spec);
 }
 
 }  // namespace
@@ -94,9 +89,7 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
   nlohmann::json meta = merged_meta(m, tensors, prefixed ? "" : "model/");
   std::string tmp = out + ".tmp";
   try {
-    if (rep.format == "h5") write_merged_h5(tmp, meta, tensors);
-    else if (rep.format == "pt") write_state_dict_pt(tmp, meta, tensors);
-    else if (rep.format == "safetensors") write_safetensors(tmp, meta, tensors);
+    if (const MergedFileFormat* f = merged_file_format(rep.format)) f->write(tmp, meta, tensors);
     else write_torchscript(tmp, meta, tensors);
     rename_durable(tmp, out);
   } catch (...) {

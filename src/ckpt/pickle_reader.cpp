@@ -1,3 +1,6 @@
+// A stack-machine unpickler for the opcodes torch.save's state dicts use. REDUCE is allowed for
+// OrderedDict, _rebuild_tensor_v2 and _rebuild_parameter only; each storage record is read once
+// and a tensor's size/stride/offset is checked against its storage before it is viewed.
 #include "ckpt/pickle_reader.h"
 
 #include <ATen/ATen.h>
@@ -6,8 +9,8 @@
 #include <map>
 #include <memory>
 
-#include "ckpt/h5_tensor.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 
 namespace hpctrain::ckpt {
 namespace {

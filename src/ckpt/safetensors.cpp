@@ -1,3 +1,6 @@
+// safetensors, written and read here without a safetensors library: the header is ordered
+// JSON padded with spaces to a multiple of 8; on reading, each tensor's offsets are checked
+// against its shape and the data size before its bytes are read.
 #include "ckpt/safetensors.h"
 
 #include <ATen/ATen.h>
@@ -9,9 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckpt/h5_tensor.h"
-#include "ckpt/reader.h"
+#include "ckpt/merged_file.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 
 namespace hpctrain::ckpt {
 namespace {

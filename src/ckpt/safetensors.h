@@ -19,7 +19,7 @@ namespace hpctrain::ckpt {
 // (not atomic: the caller writes a .tmp and renames).
 void write_safetensors(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
 
-// Reads any safetensors file with those dtypes: tensors as "model/<name>", meta as read_merged
+// Reads any safetensors file with those dtypes: tensors as "model/<name>", meta as meta_from_merged
 // presents it (empty if the file has no hpctrain_meta). A malformed file (bad header length,
 // JSON, dtype, offsets outside the data, truncated) throws hpctrain::Error naming it.
 CheckpointState read_safetensors(const std::string& path);

@@ -11,11 +11,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ckpt/h5_tensor.h"
 #include "ckpt/pickle_reader.h"
-#include "ckpt/reader.h"
+#include "ckpt/merged_file.h"
 #include "ckpt/torchscript_archive.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 
 namespace hpctrain::ckpt {
 namespace {

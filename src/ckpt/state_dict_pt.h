@@ -27,7 +27,7 @@ void write_state_dict_pt(const std::string& path, const nlohmann::json& meta, co
 
 // Reads a .pt/.pth file: a state dict from write_state_dict_pt or from Python's torch.save (a
 // dict of name -> tensor), or a TorchScript archive from write_torchscript. Tensors are named
-// "model/<name>" on CPU; meta is read_merged's view of hpctrain_meta.json (empty if absent).
+// "model/<name>" on CPU; meta is meta_from_merged's view of hpctrain_meta.json (empty if absent).
 // Anything else throws hpctrain::Error in one line naming the file.
 CheckpointState read_pt_file(const std::string& path);
 

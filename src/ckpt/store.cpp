@@ -1,3 +1,6 @@
+// The checkpoint write steps: host snapshots (reusing an earlier snapshot's buffers), the
+// manifest plan, shard s written by writer s % nwriters, and a commit that does every write
+// before the first fsync and publishes by renaming step-N.tmp.
 #include "ckpt/store.h"
 
 #include <ATen/ATen.h>
@@ -7,7 +10,8 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_image.h"
-#include "ckpt/h5_tensor.h"
+#include "ckpt/checksum.h"
+#include "io/h5_tensor.h"
 #include "runtime/check.h"
 
 namespace fs = std::filesystem;
@@ -22,7 +26,7 @@ void check_snapshot(const NamedTensors& tensors) {
       throw Error("checkpoint: tensor name '" + name + "' must be <group>/<name> (model/, optim/, state/)");
     if (!seen.insert(name).second) throw Error("checkpoint: duplicate tensor name " + name);
     if (!t.defined()) throw Error("checkpoint: tensor " + name + " is undefined");
-    stored_dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
+    h5::stored_dtype_name(t.scalar_type());  // rejects unsupported dtypes early, naming them
   }
 }
 
@@ -69,7 +73,7 @@ Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_siz
   for (int i = 0; i < count; ++i) m.shards.push_back({shard_file_name(i, count), -1, ""});
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const at::Tensor& t = state.tensors[i].second;
-    m.tensors.push_back({state.tensors[i].first, shard[i], stored_dtype_name(t.scalar_type()),
+    m.tensors.push_back({state.tensors[i].first, shard[i], h5::stored_dtype_name(t.scalar_type()),
                          t.sizes().vec(), sizes[i], ""});
   }
   return m;

@@ -1,3 +1,6 @@
+// The merged TorchScript archive: nested OutputArchives built from the dotted names
+// (running_mean/var and num_batches_tracked marked as buffers) plus the hpctrain_meta string;
+// reading walks the archives depth-first and keeps only the tensors.
 #include "ckpt/torchscript_archive.h"
 
 #include <ATen/ATen.h>
@@ -8,7 +11,7 @@
 #include <map>
 #include <memory>
 
-#include "ckpt/reader.h"
+#include "ckpt/merged_file.h"
 #include "ckpt/state_dict_pt.h"
 #include "runtime/check.h"
 

@@ -24,7 +24,7 @@ namespace hpctrain::ckpt {
 void write_torchscript(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
 
 // Reads an archive written by write_torchscript: tensors named "model/<dotted name>" (on CPU), meta as
-// read_merged presents it (step, world_size, versions, plus the trainer's meta). A file that is
+// meta_from_merged presents it (step, world_size, versions, plus the trainer's meta). A file that is
 // not such an archive (truncated, another format, no hpctrain_meta) throws hpctrain::Error in
 // one line naming the file.
 CheckpointState read_torchscript(const std::string& path);

@@ -15,7 +15,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/dir_ops.h"
-#include "ckpt/h5_tensor.h"
+#include "ckpt/checksum.h"
 #include "ckpt/store.h"
 #include "comm/communicator.h"
 #include "comm/small_collectives.h"

@@ -1,3 +1,6 @@
+// ZeRO-1 optimizer state <-> per-parameter state. Unsharding joins the ranks' blocks of each
+// bucket (rank 0 first) and cuts out every parameter; sharding fills a zero-padded bucket from
+// the parameters and takes this rank's block.
 #include "ckpt/zero_state.h"
 
 #include <ATen/ATen.h>

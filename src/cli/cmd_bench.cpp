@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "comm/bench.h"
+#include "diag/bench.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
@@ -45,9 +45,9 @@ void add(CLI::App& root, Action& chosen) {
   for (const auto& [name, help] : ops) {
     auto* ar = b->add_subcommand(name, help);
     auto args = std::make_shared<BenchArgs>();
-    ar->add_option("--min-bytes", args->min_bytes, "smallest message (default 4 KiB)");
-    ar->add_option("--max-bytes", args->max_bytes, "largest message (default 256 MiB)");
-    ar->add_option("--iters", args->iters, "iterations per size at <= 4 MiB (default 20)");
+    ar->add_option("--min-bytes", args->min_bytes, "smallest message in bytes");
+    ar->add_option("--max-bytes", args->max_bytes, "largest message in bytes");
+    ar->add_option("--iters", args->iters, "iterations per size at <= 4 MiB (fewer above)");
     std::string op = name;
     ar->callback([&chosen, args, op] { chosen = [args, op](World& w) { return bench(w, op, *args); }; });
   }

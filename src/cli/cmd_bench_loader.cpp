@@ -28,12 +28,22 @@ void add(CLI::App& root, Action& chosen) {
   auto* bench = root.get_subcommand("bench");  // created by cmd_bench.cpp (order 20)
   auto* cmd = bench->add_subcommand("loader", "loader throughput (samples/s) and data-wait time");
   auto args = std::make_shared<LoaderBenchOptions>();
-  cmd->add_option("--data", args->data, "HDF5 file, e.g. data/fmnist/train.h5")->required();
-  cmd->add_option("--batch-size", args->batch_size, "per rank")->capture_default_str();
-  cmd->add_option("--prefetch", args->prefetch, "batches ahead; 0 = synchronous")->capture_default_str();
+  cmd->add_option("--data", args->data, "HDF5 file, e.g. data/fmnist/train.h5")->required()->type_name("FILE");
+  cmd->add_option("--batch-size", args->batch_size, "per rank");
+  cmd->add_option("--prefetch", args->prefetch, "batches ahead; 0 = synchronous");
   cmd->add_option("--max-batches", args->max_batches, "stop after N batches (0 = one epoch)");
   cmd->add_option("--compute-ms", args->compute_ms, "simulated compute per batch (sleep)");
-  cmd->add_flag("--augment", args->augment, "random crop + flip");
+  // Like train's --augment: alone means true, or =true/false (1/0).
+  cmd->add_option_function<std::string>(
+         "--augment",
+         [args](const std::string& v) {
+           if (v.empty() || v == "true" || v == "1") args->augment = true;
+           else if (v == "false" || v == "0") args->augment = false;
+           else throw CLI::ValidationError("--augment", "expects true or false, got \"" + v + "\"");
+         },
+         "random crop + flip (alone: true)")
+      ->expected(0, 1)
+      ->type_name("[BOOL]=false");
   cmd->callback([&chosen, args] { chosen = [args](World& w) { return run(w, *args); }; });
 }
 

@@ -6,11 +6,12 @@
 #include <functional>
 
 #include "cli/commands.h"
-#include "ckpt/h5_tensor.h"
 #include "ckpt/merge.h"
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "runtime/world.h"
 
 namespace hpctrain {
@@ -21,7 +22,7 @@ int on_rank0(World& w, const char* what, const std::function<void()>& body) {
     try {
       body();
     } catch (const Error& e) {
-      throw Error(ckpt::printable(e.what()));  // no raw bytes from a damaged file on the terminal
+      throw Error(printable(e.what()));  // no raw bytes from a damaged file on the terminal
     }
     std::fflush(stdout);
   });
@@ -44,7 +45,7 @@ void add(CLI::App& root, Action& chosen) {
   auto path = std::make_shared<std::string>();
 
   auto* ins = c->add_subcommand("inspect", "step, epoch, world size, config and tensor table");
-  ins->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required();
+  ins->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
   ins->callback([&chosen, path] {
     chosen = [path](World& w) {
       return on_rank0(w, "inspect", [&] { std::fputs(ckpt::inspect_checkpoint(*path).c_str(), stdout); });
@@ -52,7 +53,7 @@ void add(CLI::App& root, Action& chosen) {
   });
 
   auto* ver = c->add_subcommand("verify", "re-read every tensor and check checksums, shapes, completeness");
-  ver->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required();
+  ver->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
   ver->callback([&chosen, path] {
     chosen = [path](World& w) { return on_rank0(w, "verify", [&] { verify(*path); }); };
   });
@@ -60,15 +61,17 @@ void add(CLI::App& root, Action& chosen) {
   auto* mrg = c->add_subcommand("merge", "one file from a sharded checkpoint: .h5, .pt (PyTorch state dict), .safetensors");
   auto out = std::make_shared<std::string>();
   auto opts = std::make_shared<ckpt::MergeOptions>();
-  mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required();
-  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")->required();
-  mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (.h5 only)");
-  mrg->add_option("--dtype", opts->dtype, "fp16|bf16: cast floating tensors (others are kept, and listed)")
-      ->check(CLI::IsMember({"fp16", "bf16"}));
+  mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
+  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")->required()->type_name("FILE");
+  mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (.h5 only); a switch");
+  mrg->add_option("--dtype", opts->dtype, "cast floating tensors (others are kept, and listed); default: keep their dtypes")
+      ->check(CLI::IsMember({"fp16", "bf16"}))
+      ->type_name("{fp16,bf16}");
   mrg->add_option("--format", opts->format,
-                  "h5|pt|safetensors|torchscript: overrides an unknown extension; must agree with a known one "
+                  "overrides an unknown extension; must agree with a known one "
                   "(torchscript: the LibTorch module archive for torch::load in C++)")
-      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript"}));
+      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript"}))
+      ->type_name("{h5,pt,safetensors,torchscript}");
   mrg->callback([&chosen, path, out, opts] {
     chosen = [path, out, opts](World& w) {
       return on_rank0(w, "merge", [&] {

@@ -27,8 +27,8 @@ void add(CLI::App& root, Action& chosen) {
   auto* fm = d->add_subcommand("fashion-mnist", "convert Debian's dataset-fashion-mnist idx files");
   auto out = std::make_shared<std::string>();
   auto src = std::make_shared<std::string>(kFashionMnistDefaultSrc);
-  fm->add_option("--out", *out, "output directory (train.h5, test.h5)")->required();
-  fm->add_option("--src", *src, "directory of the idx .gz files")->capture_default_str();
+  fm->add_option("--out", *out, "output directory (train.h5, test.h5)")->required()->type_name("DIR");
+  fm->add_option("--src", *src, "directory of the idx .gz files")->type_name("DIR");
   fm->callback([&chosen, out, src] {
     chosen = [out, src](World& w) {
       return on_rank0(w, [&] {
@@ -41,15 +41,15 @@ void add(CLI::App& root, Action& chosen) {
   auto* sy = d->add_subcommand("synthetic", "generate a small learnable synthetic data set");
   auto sout = std::make_shared<std::string>();
   auto spec = std::make_shared<SyntheticSpec>();
-  sy->add_option("--out", *sout, "output directory (train.h5, test.h5)")->required();
+  sy->add_option("--out", *sout, "output directory (train.h5, test.h5)")->required()->type_name("DIR");
   sy->add_option("--n", spec->train_size, "training samples")->required();
-  sy->add_option("--test-n", spec->test_size, "test samples")->capture_default_str();
-  sy->add_option("--channels", spec->channels)->capture_default_str();
-  sy->add_option("--height", spec->height)->capture_default_str();
-  sy->add_option("--width", spec->width)->capture_default_str();
-  sy->add_option("--classes", spec->classes)->capture_default_str();
-  sy->add_option("--seed", spec->seed)->capture_default_str();
-  sy->add_option("--noise", spec->noise, "Gaussian noise std in pixel units")->capture_default_str();
+  sy->add_option("--test-n", spec->test_size, "test samples");
+  sy->add_option("--channels", spec->channels, "channels per image (images uint8 [N,C,H,W])");
+  sy->add_option("--height", spec->height, "image height in pixels");
+  sy->add_option("--width", spec->width, "image width in pixels");
+  sy->add_option("--classes", spec->classes, "number of classes (labels 0..classes-1)");
+  sy->add_option("--seed", spec->seed, "seed of the generator (same seed: same files)");
+  sy->add_option("--noise", spec->noise, "Gaussian noise std in pixel units");
   sy->callback([&chosen, sout, spec] {
     chosen = [sout, spec](World& w) {
       return on_rank0(w, [&] {

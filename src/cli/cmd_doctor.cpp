@@ -9,14 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "comm/nccl/nccl_communicator.h"
 #include "comm/small_collectives.h"
-#include "comm/host_pairs.h"
+#include "diag/host_pairs.h"
 #include "comm/open_run.h"
-#include "comm/selftest.h"
+#include "diag/selftest.h"
 #include "runtime/build_id.h"
-#include "dataset/h5_util.h"
+#include "io/h5_util.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
+#include "runtime/versions.h"
 #include "runtime/world.h"
 
 namespace hpctrain {
@@ -44,8 +46,9 @@ nlohmann::json rank_report(World& w, const DeviceChoice& dev) {
   j["gpu"] = dev.cuda ? cuda_device_name(dev.index) : "-";
   j["gpu_mem_gib"] = dev.cuda ? cuda_device_memory_gib(dev.index) : 0.0;
   j["visible_gpus"] = visible_cuda_devices();
-  j["torch"] = TORCH_VERSION;
-  j["mpi"] = w.mpi_library_version();
+  const nlohmann::json versions = library_versions();
+  j["torch"] = versions["libtorch"];
+  j["mpi"] = versions["mpi"];
   j["nccl"] = nccl_version_string().empty() ? "-" : nccl_version_string();
   j["hdf5"] = h5::library_version() + (h5::library_threadsafe() ? " (thread-safe)" : " (not thread-safe; hpctrain serializes its calls)");
   j["blas"] = blas_info();
@@ -140,7 +143,7 @@ int doctor(World& w, const std::string& device_spec) {
 void add(CLI::App& root, Action& chosen) {
   auto* cmd = root.add_subcommand("doctor", "report ranks, devices, libraries; self-test collectives");
   auto device = std::make_shared<std::string>("auto");
-  cmd->add_option("--device", *device, "auto|cpu|cuda|cuda:N");
+  cmd->add_option("--device", *device, "device of every rank")->type_name("auto|cpu|cuda|cuda:N");
   cmd->callback([&chosen, device] { chosen = [device](World& w) { return doctor(w, *device); }; });
 }
 

@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "runtime/world.h"
-#include "train/model_registry.h"
+#include "model/model_registry.h"
 
 namespace hpctrain {
 namespace {
@@ -24,7 +24,7 @@ int models(World& w, const std::vector<std::string>& libs) {
 void add(CLI::App& root, Action& chosen) {
   auto* cmd = root.add_subcommand("models", "list the models train --model accepts (zoo and plugins)");
   auto libs = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("--model-lib", *libs, "model plugin LIB.so to load (repeatable)");
+  cmd->add_option("--model-lib", *libs, "model plugin LIB.so to load (repeatable)")->type_name("PATH");
   cmd->callback([&chosen, libs] { chosen = [libs](World& w) { return models(w, *libs); }; });
 }
 

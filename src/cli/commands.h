@@ -1,6 +1,7 @@
 // Subcommand registry: each cli/cmd_*.cpp registers a function that adds its subcommand to
 // the root app and, when that subcommand is chosen, stores the action to run inside the
 // guarded MPI world. Registration is by static object, so adding a command touches one file.
+// The cli/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
     CLI::App app{"hpctrain: data-parallel training on LibTorch for MPI clusters"};
     app.set_version_flag("--version", HPCTRAIN_VERSION);
     app.require_subcommand(1);
+    // Every option's --help line shows its default (subcommands inherit option_defaults).
+    app.option_defaults()->always_capture_default();
     hpctrain::Action chosen;
     for (auto add : hpctrain::registered_commands()) add(app, chosen);
     try {

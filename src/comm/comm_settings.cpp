@@ -1,3 +1,5 @@
+// CommSettings::from_env: HPCTRAIN_COLLECTIVE_TIMEOUT and HPCTRAIN_DEBUG_COLLECTIVES over the
+// defaults; a malformed value is a CollectiveError naming the variable.
 #include "comm/comm_settings.h"
 
 #include <cstdlib>

@@ -11,7 +11,8 @@
 // - from_env() starts from the defaults and applies HPCTRAIN_COLLECTIVE_TIMEOUT (seconds) and
 //   HPCTRAIN_DEBUG_COLLECTIVES (1/true/on). A malformed value is a CollectiveError naming the
 //   variable (the launcher gives every rank the same environment).
-//   Command-line flags override the environment: callers set the fields after from_env().
+//   `hpctrain train` folds these into its config (train/config.h: flags > TOML > env >
+//   defaults) and hands the result to the communicators.
 #pragma once
 
 namespace hpctrain {

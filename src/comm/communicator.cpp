@@ -1,3 +1,6 @@
+// Helpers shared by the backends (tensor checks, OpInfo) and the base class's fallbacks:
+// reduce_scatter over one allreduce of the whole buffer, allgather_into over one broadcast per
+// rank. Backends override both with the native collective.
 #include "comm/communicator.h"
 
 #include <ATen/ATen.h>
@@ -73,10 +76,6 @@ WorkHandle Communicator::allgather_into(at::Tensor input, at::Tensor output, std
   for (int r = 0; r < size(); ++r) works.push_back(broadcast(flat.narrow(0, r * n, n), r, tag));
   for (auto& w : works) w->wait();
   return std::make_shared<CompletedWork>();
-}
-
-WorkHandle Communicator::probe_link(int, int, int64_t, int, double*, std::string) {
-  throw Error("the " + name() + " backend cannot probe links (no point-to-point messages)");
 }
 
 OpInfo make_op_info(const char* op, const at::Tensor& t, int64_t numel, std::string tag) {

@@ -12,10 +12,13 @@
 // - reduce_scatter and allgather_into work on one flat buffer split into size() equal blocks,
 //   block r belonging to rank r (ZeRO's gradient and parameter exchange). Every backend has a
 //   native implementation (MPI_Reduce_scatter_block / MPI_Allgather, ncclReduceScatter /
-//   ncclAllGather); the base class falls back to allreduce (correct, twice the traffic) so that
+//   ncclAllGather); the base class falls back to one allreduce (reduce_scatter: twice the
+//   traffic) and one broadcast per rank (allgather_into), correct, so that
 //   test doubles need not implement them.
+// - Link probes and the step for reports are optional extras, not collectives: comm/run_ops.h.
 // - The backend is chosen from the tensor's device (see DeviceRouter); a tensor on a device the
 //   backend does not serve is an error naming both devices.
+// The comm/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -69,21 +72,6 @@ class Communicator {
   // dtype): block r of `output` receives rank r's input. `input` may be block rank() of
   // `output` itself (in place, no copy).
   virtual WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {});
-
-  // Times this rank's outbound link to rank `to` (the straggler report's link probe,
-  // comm/link_probe.h): sends `bytes` there and waits for its one-byte acknowledgement, while
-  // receiving `bytes` from rank `from` and acknowledging them (-1: no such peer), `rounds`
-  // times back to back. Peers pair up: if r's `to` is t, t's `from` is r. Every rank of the
-  // communicator submits it at the same point (in op order; ranks without peers pass -1, -1).
-  // *seconds (written before the work completes): the fastest round, from its start until
-  // `to`'s acknowledgement arrived; 0 without `to`. Not counted as collective wait
-  // (comm/wait_meter.h). Backends without point-to-point (can_probe_links() false) throw.
-  virtual bool can_probe_links() const { return false; }
-  virtual WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {});
-
-  // The caller's current training step, quoted in watchdog reports ("... at step 120"). Cheap
-  // (an atomic store); call it once per step. A no-op for backends without a watchdog.
-  virtual void set_step(int64_t step) {}
 };
 
 // Checks a tensor can be carried by `c`; throws hpctrain::Error naming the devices otherwise.

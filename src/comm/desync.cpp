@@ -1,3 +1,6 @@
+// Desync fingerprints: fixed-size structs (strings truncated into char arrays), so that
+// check_fingerprints can MPI_Allgather them as bytes. describe_desync groups the ranks by what
+// they called, groups in order of their lowest rank.
 #include "comm/desync.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// The watchdog's hang note: one process-wide string behind a mutex.
 #include "comm/hang_note.h"
 
 #include <mutex>

@@ -1,3 +1,7 @@
+// DeviceRouter: each operation goes to the backend of its tensors' device type (MPI for CPU,
+// NCCL for CUDA); barrier and link probes always go over MPI. The shared Watchdog (when the
+// timeout is > 0) is made here, before both backends.
+#include "comm/nccl/nccl_communicator.h"
 #include "comm/router.h"
 
 #include "comm/mpi/mpi_communicator.h"
@@ -11,7 +15,7 @@ DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device, CommSettings settin
                     ? std::make_shared<Watchdog>(parent, settings.collective_timeout_s)
                     : nullptr),
       mpi_(std::make_unique<MpiCommunicator>(parent, settings, watchdog_)) {
-  // CUDA builds: comm/nccl/; others: comm/nccl_nocuda.cpp (refuses, naming why).
+  // CUDA builds: comm/nccl/; others: comm/nccl/nccl_nocuda.cpp (refuses, naming why).
   if (cuda_device >= 0) nccl_ = make_nccl_communicator(parent, cuda_device, settings, watchdog_);
 }
 
@@ -85,8 +89,12 @@ WorkHandle DeviceRouter::allgather_into(at::Tensor input, at::Tensor output, std
 
 WorkHandle DeviceRouter::barrier(std::string tag) { return mpi_->barrier(std::move(tag)); }
 
+bool DeviceRouter::can_probe_links() const { return link_prober(*mpi_) != nullptr; }
+
 WorkHandle DeviceRouter::probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag) {
-  return mpi_->probe_link(to, from, bytes, rounds, seconds, std::move(tag));
+  LinkProber* p = link_prober(*mpi_);
+  if (!p) throw Error("the " + mpi_->name() + " backend cannot probe links (no point-to-point messages)");
+  return p->probe_link(to, from, bytes, rounds, seconds, std::move(tag));
 }
 
 void DeviceRouter::set_step(int64_t step) {

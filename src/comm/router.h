@@ -10,12 +10,13 @@
 
 #include "comm/comm_settings.h"
 #include "comm/communicator.h"
+#include "comm/run_ops.h"
 
 namespace hpctrain {
 
 class Watchdog;
 
-class DeviceRouter final : public Communicator {
+class DeviceRouter final : public Communicator, public LinkProber, public StepReporter {
  public:
   // `cuda_device` >= 0 creates the NCCL backend on that device (collective over `parent`:
   // every rank must pass >= 0, or every rank -1). Every rank must pass the same settings.
@@ -36,7 +37,7 @@ class DeviceRouter final : public Communicator {
   WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
                             std::string tag = {}) override;
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
-  bool can_probe_links() const override { return mpi_->can_probe_links(); }
+  bool can_probe_links() const override;
   // Over MPI (host memory), whichever backend carries the tensors.
   WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;
   void set_step(int64_t step) override;
@@ -54,13 +55,5 @@ class DeviceRouter final : public Communicator {
   std::shared_ptr<Watchdog> watchdog_;  // outlives both backends (declared first)
   std::unique_ptr<Communicator> mpi_, nccl_;
 };
-
-// NCCL backend factory (comm/nccl/ in CUDA builds; without CUDA, comm/nccl_nocuda.cpp throws
-// hpctrain::Error). `watchdog` may be null.
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device,
-                                                     const CommSettings& settings,
-                                                     std::shared_ptr<Watchdog> watchdog);
-// NCCL version as "2.28.3", or "" when built without CUDA.
-std::string nccl_version_string();
 
 }  // namespace hpctrain

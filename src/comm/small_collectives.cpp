@@ -1,3 +1,5 @@
+// allgather_strings sends each rank's bytes as a uint8 tensor through Communicator::allgather
+// (lengths may differ); sum_over_ranks is a one-element int64 allreduce.
 #include "comm/small_collectives.h"
 
 #include <ATen/ATen.h>

@@ -1,5 +1,5 @@
 // CollectiveWaitMeter: how long this process waited inside collectives, for straggler
-// detection (train/straggler.h).
+// detection (metrics/straggler.h).
 //
 // Contract:
 // - Process-wide, off by default. While off, add() is one relaxed atomic load and records

@@ -1,3 +1,6 @@
+// Watchdog: a thread polls the lanes every timeout/20 (10-100 ms). The side channel is a
+// duplicate communicator with MPI_ERRORS_RETURN; requests go on one tag, answers on a tag per
+// query round, so a late answer is never taken for a later round's.
 #include "comm/watchdog.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// format_timeout_report sorts the ranks by their lane status at the overdue op's sequence
+// number: reached it, in a different collective there (a desync), behind, or silent.
 #include "comm/watchdog_report.h"
 
 #include <cmath>

@@ -1,3 +1,6 @@
+// DataSource: split_files finds DIR/<split>.h5 or the numbered files (gaps are an error); reads
+// split the ascending global indices by file (upper_bound on each file's first index) and read
+// each file's part once.
 #include "dataset/data_source.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Fashion-MNIST conversion: reads the four idx .gz files, checks shapes (60,000 / 10,000 images
+// of 28x28) and labels, and writes train.h5 / test.h5 through write_train_test.
 #include "dataset/fashion_mnist.h"
 
 #include "dataset/h5_writer.h"

@@ -1,3 +1,6 @@
+// H5Dataset: validates a data file on open (shapes, dtypes, labels), then reads a batch with
+// one H5Dread over the union of its runs' hyperslabs, or copies it from a whole-dataset read
+// kept under a process-wide byte budget. Also DatasetInfo's element counts.
 #include "dataset/h5_dataset.h"
 
 #include <algorithm>

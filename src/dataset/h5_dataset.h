@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "dataset/dataset_info.h"
-#include "dataset/h5_util.h"
+#include "io/h5_util.h"
 
 namespace hpctrain {
 

@@ -1,3 +1,6 @@
+// Writes hpctrain's image HDF5 layout: contiguous datasets (the loader reads random samples;
+// no chunk cache in the way), per-channel mean/std summed exactly in integers per plane, and
+// the train/test pair written under temporary names, then renamed.
 #include "dataset/h5_writer.h"
 
 #include <unistd.h>
@@ -5,7 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "dataset/h5_util.h"
+#include "io/h5_util.h"
 #include "runtime/check.h"
 
 namespace hpctrain {

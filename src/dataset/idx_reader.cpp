@@ -1,3 +1,6 @@
+// read_idx_gz over zlib's gz* API. It refuses input zlib passes through uncompressed (gzdirect)
+// and reads one byte past the payload, so that zlib checks the CRC-32 / length trailer and
+// extra bytes are found.
 #include "dataset/idx_reader.h"
 
 #include <zlib.h>

@@ -1,3 +1,6 @@
+// Loader: a batch reads its samples in ascending index order (one coalesced read), then puts
+// each in its slot, augments and normalizes it; with prefetch a named thread fills a bounded
+// queue and next() rethrows its error. BatchMover moves each batch to the device.
 #include "dataset/loader.h"
 
 #include <ATen/ATen.h>

@@ -17,6 +17,7 @@
 //   numbered files are one data set (dataset/data_source.h).
 // - Batch.images has the file's per-sample shape; Batch.labels holds int64 class labels [B], or
 //   float targets [B, t1..tm] when `regression` is set.
+// The dataset/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <ATen/core/Tensor.h>

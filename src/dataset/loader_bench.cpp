@@ -1,3 +1,6 @@
+// `hpctrain bench loader`: after a barrier every rank reads its shard through Loader, sleeping
+// compute_ms per batch if asked; wall and data-wait time reduce to rank 0 as maxima, samples
+// as a sum.
 #include "dataset/loader_bench.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// DistributedSampler. The permutation is our own Fisher-Yates with a rejection-sampled bounded
+// draw, since std::uniform_int_distribution differs between standard libraries; a share is
+// rebuilt from the position (global samples consumed), which is what allows a new world size.
 #include "dataset/sampler.h"
 
 #include <algorithm>

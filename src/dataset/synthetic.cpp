@@ -1,3 +1,5 @@
+// Synthetic data sets: class means from one std::mt19937_64 seeded by `seed`, labels and noise
+// from a second one seeded by `seed` and `stream`, so train and test share the class means.
 #include "dataset/synthetic.h"
 
 #include <algorithm>

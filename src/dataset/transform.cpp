@@ -1,3 +1,6 @@
+// Per-sample augmentation and normalization. The crop and flip come from std::mt19937_64 with
+// plain modulo draws (not std::uniform_int_distribution), so they match across standard
+// libraries.
 #include "dataset/transform.h"
 
 #include <random>

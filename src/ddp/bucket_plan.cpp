@@ -1,3 +1,5 @@
+// make_bucket_plan walks the parameters last to first and starts a new bucket on a dtype or
+// device change, or when the next parameter would pass the cap (first_cap_bytes for bucket 0).
 #include "ddp/bucket_plan.h"
 
 #include <algorithm>

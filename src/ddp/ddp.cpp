@@ -1,3 +1,6 @@
+// DistributedDataParallel: parameter lists compared through allgather_strings, state broadcast
+// from rank 0, and a post-hook on each parameter's AccumulateGrad feeding the Reducer. Under
+// ZeRO-1 the parameters become views of padded flat bucket buffers (set_data).
 #include "ddp/ddp.h"
 
 #include <ATen/ATen.h>

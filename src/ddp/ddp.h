@@ -1,5 +1,5 @@
 // DistributedDataParallel for any model: a torch::nn::Module, or named parameters and buffers
-// (the trainer's model interface, train/model.h, hands over the latter).
+// (the trainer's model interface, model/model.h, hands over the latter).
 //
 // Contract:
 // - Construction is collective. It checks that every rank has the same parameters (names,
@@ -24,6 +24,7 @@
 //   the local one. The caller steps its optimizer on param_blocks() and then calls
 //   allgather_params(), which leaves every rank with the updated parameters. All trained
 //   parameters must share one dtype.
+// The ddp/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <torch/nn/module.h>

@@ -1,3 +1,6 @@
+// Reducer: each .grad is a view of its bucket slot from the start, scaled by 1/world when its
+// hook fires; buckets launch strictly in plan order, under one mutex. Under ZeRO-1 a bucket is
+// reduce-scattered into this rank's block instead of allreduced.
 #include "ddp/reducer.h"
 
 #include <ATen/ATen.h>

@@ -1,3 +1,5 @@
+// ZeroPartition: pads each DDP bucket to the next multiple of the world size and splits it into
+// equal blocks; from_json checks that a checkpoint's record adds up before it is used.
 #include "ddp/zero_partition.h"
 
 #include "runtime/check.h"

@@ -1,3 +1,4 @@
+// CRC-32C from a 256-entry table built at compile time, one byte per step, and TFRecord's mask.
 #include "metrics/crc32c.h"
 
 #include <array>

@@ -1,3 +1,6 @@
+// EventFileWriter: Event protobufs framed as TFRecords into a stdio file opened with O_EXCL (a
+// taken name gets a numeric suffix, never reused); the first failed write is kept in error_
+// and every later call does nothing.
 #include "metrics/event_file.h"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// TensorBoardSink: maps metrics records to scalars (tensorboard_scalars) and text summaries
+// (config and summary as Markdown tables) and writes them through EventFileWriter, flushing
+// after every record.
 #include "metrics/tensorboard_sink.h"
 
 #include <algorithm>

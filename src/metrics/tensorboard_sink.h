@@ -1,4 +1,4 @@
-// TensorBoardSink: the metrics records (see train/progress.h) as TensorBoard event files.
+// TensorBoardSink: the metrics records (see metrics/progress.h) as TensorBoard event files.
 //
 // Contract:
 // - tensorboard_scalars(record) is the mapping, the same for every record it is fed: for a

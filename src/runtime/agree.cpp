@@ -1,3 +1,5 @@
+// agree_on_failure and run_on_rank0 over plain MPI: an allgather of failure flags before any
+// rank throws, and a broadcast of rank 0's message (length first, then the bytes).
 #include "runtime/agree.h"
 
 #include <exception>

@@ -1,3 +1,5 @@
+// The build id (xxh3 of the executable's and libhpctrain's bytes, read once) and the
+// collective check that every rank runs the same build.
 #include "runtime/build_id.h"
 
 #include <dlfcn.h>

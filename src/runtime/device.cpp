@@ -1,3 +1,5 @@
+// Device choice from --device (no device is touched) and the CPU's peak RSS. The CUDA
+// queries are in device_cuda.cpp (device_nocuda.cpp in builds without CUDA).
 #include "runtime/device.h"
 
 #include <sys/resource.h>

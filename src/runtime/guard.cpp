@@ -1,3 +1,5 @@
+// run_guarded: MPI up, the program body, and the exit-code policy (CollectiveError: one line
+// from rank 0, exit 2; anything else: the rank names itself, MPI_Abort, exit 1).
 #include "runtime/guard.h"
 
 #include <c10/util/Exception.h>

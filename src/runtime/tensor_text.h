@@ -15,4 +15,8 @@ std::string shape_string(c10::IntArrayRef sizes);
 // numpy/safetensors spell them); any other dtype by c10's name.
 std::string dtype_name(c10::ScalarType s);
 
+// `s` with every byte that is not printable ASCII or part of valid UTF-8 written as \xNN:
+// error lines quote names and strings read from files that may be damaged.
+std::string printable(const std::string& s);
+
 }  // namespace hpctrain

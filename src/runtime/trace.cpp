@@ -1,3 +1,5 @@
+// Tracer: spans kept in memory under a mutex, timestamps in system_clock microseconds;
+// events_json adds a process_name metadata event so the viewer names each pid "rank R".
 #include "runtime/trace.h"
 
 #include <chrono>

@@ -1,4 +1,8 @@
+// World: MPI_Init_thread at MPI_THREAD_MULTIPLE (or adopting an initialized MPI), a private
+// duplicate of MPI_COMM_WORLD, and the topology from MPI_Comm_split_type(SHARED). Also
+// throw_mpi_error, which HPC_MPI_CHECK calls.
 #include "runtime/world.h"
+#include "runtime/versions.h"
 
 #include <unistd.h>
 
@@ -84,14 +88,7 @@ void World::compute_topology() {
   HPC_MPI_CHECK(MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, comm_));
 }
 
-std::string World::mpi_library_version() const {
-  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  MPI_Get_library_version(buf, &len);
-  std::string s(buf, len);
-  auto nl = s.find_first_of("\n,");
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
+std::string World::mpi_library_version() const { return hpctrain::mpi_library_version(); }
 
 void World::finalize() {
   if (finalized_) return;

@@ -8,6 +8,7 @@
 //   allocation every process inherits SLURM_PROCID=0.
 // - Works under mpirun, srun --mpi=pmix and as a singleton (a world of 1).
 // - finalize() is idempotent; abort() ends every rank of the job.
+// The runtime/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <mpi.h>

@@ -1,3 +1,5 @@
+// Mixed precision: the device check for --amp, autocast scopes, and the fp16 loss scaler
+// (overflow agreed over ranks so every rank skips the same steps).
 #include "train/amp.h"
 
 #include <ATen/ATen.h>

@@ -1,3 +1,6 @@
+// CheckpointSession: the metadata, the captured model and optimizer state (a deferred snapshot
+// with --ckpt-async) and the TorchScript archive as a uint8 tensor, handed to CheckpointWriter;
+// resume() restores from the checkpoint find_resume picks.
 #include "train/checkpoint_session.h"
 
 #include <ATen/ATen.h>
@@ -8,8 +11,8 @@
 #include "dataset/dataset_info.h"
 #include "runtime/clock.h"
 #include "runtime/trace.h"
-#include "train/progress.h"
-#include "train/torchscript_model.h"
+#include "metrics/progress.h"
+#include "model/torchscript_model.h"
 #include "train/train_optimizer.h"
 #include "hpctrain_version.h"
 

@@ -21,7 +21,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "train/config.h"
-#include "train/model_registry.h"
+#include "model/model_registry.h"
 #include "train/train_state.h"
 
 namespace hpctrain {

@@ -1,3 +1,5 @@
+// TrainConfig from defaults, environment, TOML and flags: parsing, validation and the pairings
+// check, all driven by the one field list in config.h.
 #include "train/config.h"
 
 #include <toml++/toml.h>
@@ -6,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <type_traits>
 
+#include "model/torchscript_model.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -14,11 +18,51 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string flag_of(const std::string& key) {
-  std::string f = "--" + key;
-  for (auto& c : f)
-    if (c == '_') c = '-';
-  return f;
+template <class T>
+constexpr FieldKind kind_of() {
+  if constexpr (std::is_same_v<T, bool>) return FieldKind::kBool;
+  else if constexpr (std::is_integral_v<T>) return FieldKind::kInt;
+  else if constexpr (std::is_floating_point_v<T>) return FieldKind::kFloat;
+  else if constexpr (std::is_same_v<T, std::string>) return FieldKind::kString;
+  else return FieldKind::kStringList;
+}
+
+std::vector<std::string> split_choices(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (!s.empty() && p <= s.size()) {
+    size_t e = s.find('|', p);
+    if (e == std::string::npos) e = s.size();
+    out.push_back(s.substr(p, e - p));
+    p = e + 1;
+  }
+  return out;
+}
+
+// What --help shows as the value: the field's own label, its choices, or its type.
+std::string label_of(FieldKind k, const std::string& label, const std::vector<std::string>& choices) {
+  if (!label.empty()) return label;
+  if (!choices.empty()) {
+    std::string s = "{";
+    for (const auto& c : choices) s += (s.size() > 1 ? "," : "") + c;
+    return s + "}";
+  }
+  switch (k) {
+    case FieldKind::kInt: return "INT";
+    case FieldKind::kFloat: return "FLOAT";
+    case FieldKind::kBool: return "BOOL";
+    default: return "TEXT";
+  }
+}
+
+std::string default_text_of(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : ",") + e.get<std::string>();
+    return s;
+  }
+  return v.dump();
 }
 
 std::string kind_name(FieldKind k) {
@@ -139,60 +183,64 @@ std::string all_keys() {
 }  // namespace
 
 const std::vector<FieldSpec>& config_fields() {
-  using K = FieldKind;
-  static const std::vector<FieldSpec> fields = {
-      {"model", K::kString, "model name: mlp|cnn|resnet or a plugin's (hpctrain models lists them)"},
-      {"model_lib", K::kStringList, "model plugin LIB.so to load (repeatable)"},
-      {"loss", K::kString, "training loss: cross_entropy (integer labels) | mse | l1 | smooth_l1 (float targets)",
-       {"cross_entropy", "mse", "l1", "smooth_l1"}},
-      {"targets_key", K::kString, "dataset of float targets for regression losses"},
-      {"data", K::kString, "directory with train.h5 and test.h5, or numbered train-00000.h5... and test-00000.h5..."},
-      {"epochs", K::kInt, "epochs to train", {}, 1, 1e9},
-      {"max_steps", K::kInt, "stop after this many optimizer steps (0: no limit)", {}, 0, 1e12},
-      {"batch_size", K::kInt, "per-rank batch size", {}, 1, 1e9},
-      {"lr", K::kFloat, "learning rate", {}, 0, 1e6, true},
-      {"optimizer", K::kString, "sgd|adamw", {"sgd", "adamw"}},
-      {"momentum", K::kFloat, "SGD momentum", {}, 0, 1},
-      {"nesterov", K::kBool, "Nesterov momentum (SGD)"},
-      {"weight_decay", K::kFloat, "weight decay", {}, 0, 1e6},
-      {"schedule", K::kString, "LR schedule after warmup: constant|cosine|step", {"constant", "cosine", "step"}},
-      {"warmup_steps", K::kInt, "linear warmup steps", {}, 0, 1e12},
-      {"step_size", K::kInt, "steps between decays (schedule=step)", {}, 1, 1e12},
-      {"gamma", K::kFloat, "decay factor (schedule=step)", {}, 0, 1, true},
-      {"lr_ref_batch", K::kInt, "linear scaling rule reference batch (0: off)", {}, 0, 1e12},
-      {"clip_grad_norm", K::kFloat, "clip gradients to this global norm (0: off)", {}, 0, 1e12},
-      {"grad_accum", K::kInt, "micro-batches per optimizer step", {}, 1, 1e6},
-      {"zero", K::kInt, "ZeRO stage: 0 = DDP (replicated optimizer), 1 = optimizer state sharded over ranks", {}, 0, 3},
-      {"device", K::kString, "auto|cpu|cuda|cuda:N"},
-      {"sync_bn", K::kBool, "convert BatchNorm to SyncBatchNorm"},
-      {"amp", K::kString, "mixed precision: off|bf16|fp16", {"off", "bf16", "fp16"}},
-      {"bucket_mb", K::kFloat, "DDP bucket cap in MiB", {}, 0, 1e6, true},
-      {"prefetch", K::kInt, "batches prefetched by the loader thread", {}, 0, 1024},
-      {"data_in_memory_mb", K::kInt, "read a data file whole into memory at its first batch when it is at most this many MiB (512 in all per process; 0: read every batch from the file)", {}, 0, 1 << 20},
-      {"augment", K::kBool, "random crop + flip augmentation"},
-      {"ckpt_dir", K::kString, "checkpoint directory (empty: no checkpoints)"},
-      {"ckpt_every", K::kInt, "checkpoint every N steps (0: only at the end)", {}, 0, 1e12},
-      {"ckpt_keep", K::kInt, "keep the newest K checkpoints (0: all)", {}, 0, 1e9},
-      {"ckpt_shard_mb", K::kInt, "max shard size in MiB", {}, 1, 1e9},
-      {"ckpt_async", K::kBool, "write checkpoints in the background"},
-      {"ckpt_compress", K::kBool, "gzip-compress checkpoint shards"},
-      {"ckpt_writers", K::kString, "rank0|all", {"rank0", "all"}},
-      {"resume", K::kString, "auto|none|PATH"},
-      {"seed", K::kInt, "seed for every generator", {}, 0, 9.2e18},
-      {"metrics", K::kString, "write JSON lines metrics to this file"},
-      {"trace", K::kString, "write a Chrome-trace timeline to this file"},
-      {"tensorboard", K::kString, "write TensorBoard event files to this directory (rank 0)"},
-      {"log_every", K::kInt, "progress/metrics interval in steps", {}, 1, 1e12},
-      {"collective_timeout", K::kFloat, "seconds before a stuck collective aborts the job", {}, 0, 1e9, true},
-      {"debug_collectives", K::kBool, "compare collective fingerprints across ranks"},
-      {"straggler_threshold", K::kFloat, "name a rank that costs the job more than this share of the step time (0: off)", {}, 0, 1},
-  };
+  static const std::vector<FieldSpec> fields = [] {
+    const json defaults = TrainConfig().to_json();
+    std::vector<FieldSpec> v;
+#define HPCTRAIN_FIELD_SPEC(type, name, def, label, choices, lo, hi, excl, help)                  \
+  {                                                                                             \
+    FieldSpec f{#name, kind_of<type>(), help, split_choices(choices), double(lo), double(hi), excl}; \
+    f.label = label_of(f.kind, label, f.choices);                                               \
+    f.default_text = default_text_of(defaults[#name]);                                          \
+    v.push_back(std::move(f));                                                                  \
+  }
+    HPCTRAIN_CONFIG_FIELDS(HPCTRAIN_FIELD_SPEC)
+#undef HPCTRAIN_FIELD_SPEC
+    return v;
+  }();
   return fields;
+}
+
+std::string flag_of(const std::string& key) {
+  std::string f = "--" + key;
+  for (auto& c : f)
+    if (c == '_') c = '-';
+  return f;
+}
+
+void check_pairings(const TrainConfig& c) {
+  if (c.data.empty()) throw CollectiveError("no data directory: pass --data DIR (or data = \"DIR\" in the config)");
+  if (c.grad_accum > 1 && c.batch_size % c.grad_accum != 0)
+    throw CollectiveError("--batch-size " + std::to_string(c.batch_size) + " is not divisible by --grad-accum " +
+                          std::to_string(c.grad_accum));
+  if (c.zero >= 2)
+    throw CollectiveError("--zero " + std::to_string(c.zero) + ": ZeRO stage " + std::to_string(c.zero) +
+                          (c.zero == 2 ? " (sharded gradients)" : " (sharded parameters)") +
+                          " is not built; --zero 1 shards the optimizer state");
+  if (c.zero == 1 && c.optimizer != "sgd" && c.optimizer != "adamw")
+    throw CollectiveError("--zero 1 with --optimizer " + c.optimizer +
+                          ": no sharded implementation of that optimizer (sgd and adamw have one)");
+  if (c.sync_bn && is_torchscript_name(c.model))
+    throw CollectiveError("--sync-bn cannot convert the BatchNorm layers of the TorchScript module " + c.model +
+                          ": its compiled forward calls them directly, and converting in Python before scripting "
+                          "is not possible either (torch.nn.SyncBatchNorm needs a Python process group); train it "
+                          "without --sync-bn (rank 0's statistics are broadcast), or use GroupNorm/LayerNorm");
+}
+
+CommSettings comm_settings(const TrainConfig& c) {
+  CommSettings s;
+  s.collective_timeout_s = c.collective_timeout;
+  s.debug_collectives = c.debug_collectives;
+  return s;
 }
 
 TrainConfig load_config(const std::string& toml_path,
                         const std::map<std::string, std::string>& flags) {
   json j = TrainConfig().to_json();
+  // The environment sits between the defaults and the file (flags > TOML > env > defaults).
+  const CommSettings env = CommSettings::from_env();
+  j["collective_timeout"] = env.collective_timeout_s;
+  j["debug_collectives"] = env.debug_collectives;
+  validate(*find_field("collective_timeout"), j["collective_timeout"], "HPCTRAIN_COLLECTIVE_TIMEOUT");
   if (!toml_path.empty()) {
     if (!std::filesystem::exists(toml_path))
       throw CollectiveError("config file " + toml_path + " does not exist");
@@ -222,40 +270,32 @@ TrainConfig load_config(const std::string& toml_path,
     j[key] = v;
   }
   TrainConfig c = TrainConfig::from_json(j);
-  if (c.data.empty()) throw CollectiveError("no data directory: pass --data DIR (or data = \"DIR\" in the config)");
-  if (c.grad_accum > 1 && c.batch_size % c.grad_accum != 0)
-    throw CollectiveError("--batch-size " + std::to_string(c.batch_size) + " is not divisible by --grad-accum " +
-                          std::to_string(c.grad_accum));
-  if (c.zero >= 2)
-    throw CollectiveError("--zero " + std::to_string(c.zero) + ": ZeRO stage " + std::to_string(c.zero) +
-                          (c.zero == 2 ? " (sharded gradients)" : " (sharded parameters)") +
-                          " is not built; --zero 1 shards the optimizer state");
+  check_pairings(c);
   return c;
 }
 
-#define HPC_CONFIG_FIELDS(X)                                                               \
-  X(model) X(model_lib) X(loss) X(targets_key) X(data) X(epochs) X(max_steps) X(batch_size) X(lr) X(optimizer) X(momentum)     \
-  X(nesterov) X(weight_decay) X(schedule) X(warmup_steps) X(step_size) X(gamma)            \
-  X(lr_ref_batch) X(clip_grad_norm) X(grad_accum) X(zero) X(device) X(sync_bn) X(amp) X(bucket_mb) \
-  X(prefetch) X(data_in_memory_mb) X(augment) X(ckpt_dir) X(ckpt_every) X(ckpt_keep) X(ckpt_shard_mb)           \
-  X(ckpt_async) X(ckpt_compress) X(ckpt_writers) X(resume) X(seed) X(metrics) X(trace)     \
-  X(tensorboard) X(log_every) X(collective_timeout) X(debug_collectives)        \
-  X(straggler_threshold)
-
 nlohmann::json TrainConfig::to_json() const {
   json j;
-#define X(name) j[#name] = name;
-  HPC_CONFIG_FIELDS(X)
-#undef X
+#define HPCTRAIN_FIELD_TO_JSON(type, name, ...) j[#name] = name;
+  HPCTRAIN_CONFIG_FIELDS(HPCTRAIN_FIELD_TO_JSON)
+#undef HPCTRAIN_FIELD_TO_JSON
   return j;
 }
 
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   TrainConfig c;
-#define X(name) \
-  if (j.contains(#name)) j.at(#name).get_to(c.name);
-  HPC_CONFIG_FIELDS(X)
-#undef X
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!find_field(it.key())) throw CollectiveError("config key " + it.key() + " is not a known key (known: " + all_keys() + ")");
+#define HPCTRAIN_FIELD_FROM_JSON(type, name, ...)                                              \
+  if (j.contains(#name)) {                                                                    \
+    try {                                                                                     \
+      j.at(#name).get_to(c.name);                                                             \
+    } catch (const nlohmann::json::exception&) {                                             \
+      throw CollectiveError("config key " #name " = " + j.at(#name).dump() + " has the wrong type"); \
+    }                                                                                         \
+  }
+  HPCTRAIN_CONFIG_FIELDS(HPCTRAIN_FIELD_FROM_JSON)
+#undef HPCTRAIN_FIELD_FROM_JSON
   return c;
 }
 

@@ -1,3 +1,7 @@
+// evaluate_checkpoint: reads the checkpoint, opens the test set and rebuilds the model inside
+// agree_on_failure (every rank reads the same inputs; a bad one is reported once), then runs
+// evaluate(). The factory: the caller's, --model, the checkpoint's TorchScript module, or the
+// registry.
 #include "train/eval_checkpoint.h"
 
 #include <chrono>
@@ -14,8 +18,8 @@
 #include "runtime/world.h"
 #include "train/evaluate.h"
 #include "train/loss.h"
-#include "train/model_registry.h"
-#include "train/torchscript_model.h"
+#include "model/model_registry.h"
+#include "model/torchscript_model.h"
 
 namespace hpctrain {
 namespace {

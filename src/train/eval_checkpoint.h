@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/model.h"
+#include "model/model.h"
 
 namespace hpctrain {
 

@@ -1,3 +1,5 @@
+// Distributed evaluation: each rank sums loss, hits and valid samples over its shard under
+// no-grad; one fp64 allreduce of the three sums gives the means over the dataset.
 #include "train/evaluate.h"
 
 #include <ATen/ATen.h>
@@ -9,7 +11,7 @@
 #include "dataset/loader.h"
 #include "runtime/trace.h"
 #include "train/loss.h"
-#include "train/model.h"
+#include "model/model.h"
 
 namespace hpctrain {
 

@@ -1,3 +1,5 @@
+// Loss: cross_entropy on fp32 logits, or mse / l1 / smooth_l1 (beta 1) on fp32 outputs; a
+// regression loss per sample is the mean over the target's entries.
 #include "train/loss.h"
 
 #include <ATen/ATen.h>

@@ -1,3 +1,5 @@
+// SGD or AdamW from LibTorch, the lr schedule and gradient clipping. The ZeRO-1 variant sums
+// squared shard norms in fp64 on the CPU and allreduces that one value.
 #include "train/optim.h"
 
 #include <ATen/ATen.h>

@@ -1,3 +1,5 @@
+// ShardedOptimizer: SGD and AdamW updates on this rank's ZeRO-1 blocks, with the state
+// kept per block so checkpoints can reshard it.
 #include "train/sharded_optim.h"
 
 #include <ATen/ATen.h>

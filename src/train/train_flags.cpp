@@ -1,3 +1,5 @@
+// One CLI11 option per config field, typed and with its default in --help; the raw strings
+// go to load_config, which parses and validates them like TOML values.
 #include "train/train_flags.h"
 
 #include "runtime/check.h"
@@ -8,7 +10,7 @@
 namespace hpctrain {
 
 void add_train_flags(CLI::App& app, const std::shared_ptr<TrainFlags>& args) {
-  app.add_option("--config", args->config, "TOML file; flags override its keys");
+  app.add_option("--config", args->config, "TOML file; flags override its keys")->type_name("FILE");
   for (const auto& f : config_fields()) {
     std::string flag = "--" + f.key;
     for (auto& c : flag)
@@ -20,9 +22,15 @@ void add_train_flags(CLI::App& app, const std::shared_ptr<TrainFlags>& args) {
           std::string& slot = args->raw[key];
           slot = list && !slot.empty() ? slot + "," + v : v;  // a repeated list flag appends
         },
-        f.help);
-    // --sync-bn alone means true; --sync-bn=false is accepted too.
-    if (f.kind == FieldKind::kBool) opt->expected(0, 1)->default_str("");
+        f.help + (f.kind == FieldKind::kBool ? " (alone: true)" : ""));
+    if (f.kind == FieldKind::kBool) {
+      // --sync-bn alone means true (CLI11 hands an option given without a value its default_str,
+      // so that stays empty and the default is shown in the type name), --sync-bn false/=false too.
+      opt->expected(0, 1)->default_str("")->type_name("[BOOL]=" + f.default_text);
+    } else {
+      opt->type_name(f.label);
+      if (!f.default_text.empty()) opt->default_str(f.default_text);
+    }
     if (f.kind == FieldKind::kStringList) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   }
 }

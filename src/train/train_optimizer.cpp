@@ -1,3 +1,6 @@
+// The two TrainOptimizers: ReplicatedOptimizer steps a torch::optim optimizer on the averaged
+// gradient; ZeroOptimizer steps a ShardedOptimizer on this rank's gradient blocks and then
+// allgathers the parameters. Both restore either checkpoint layout.
 #include "train/train_optimizer.h"
 
 #include <ATen/ATen.h>
@@ -8,7 +11,7 @@
 #include "ddp/ddp.h"
 #include "runtime/check.h"
 #include "train/amp.h"
-#include "train/model.h"
+#include "model/model.h"
 #include "train/optim.h"
 #include "train/sharded_optim.h"
 #include "train/train_state.h"

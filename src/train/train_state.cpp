@@ -1,3 +1,6 @@
+// Trainer state <-> checkpoint tensors and metadata. Optimizer slots are listed in the model's
+// parameter order, not opt.state()'s hash-map order, so every rank lists the same tensors in
+// the same order (--ckpt-writers all cuts its shard plan from that list).
 #include "train/train_state.h"
 
 #include <ATen/ATen.h>

@@ -19,7 +19,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "dataset/sampler.h"
-#include "train/model.h"
+#include "model/model.h"
 
 namespace hpctrain {
 

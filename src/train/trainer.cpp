@@ -1,3 +1,6 @@
+// Trainer: set-up (inputs every rank reads alike are checked under agree_on_failure, before any
+// metrics file is replaced) and the loop: steps with gradient accumulation, one agreement per
+// step boundary, log intervals, an eval per epoch, checkpoints. The model: trainer_model.cpp.
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
@@ -11,6 +14,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "comm/open_run.h"
+#include "comm/run_ops.h"
 #include "comm/wait_meter.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
@@ -24,13 +28,13 @@
 #include "train/amp.h"
 #include "train/device_check.h"
 #include "train/evaluate.h"
-#include "train/model.h"
+#include "model/model.h"
 #include "train/optim.h"
 #include "train/preempt.h"
-#include "train/progress.h"
+#include "metrics/progress.h"
 #include "train/step_boundary.h"
-#include "train/step_stats.h"
-#include "train/trace_file.h"
+#include "metrics/step_stats.h"
+#include "metrics/trace_file.h"
 #include "train/train_state.h"
 #include "train/trainer_state_impl.h"
 
@@ -56,9 +60,8 @@ nlohmann::json train(World& world, const TrainConfig& config, ModelFactory facto
 
 void Trainer::State::setup() {
   // Decisions every rank reaches identically come first, before any data or device is touched.
-  CommSettings cs = CommSettings::from_env();  // HPCTRAIN_COLLECTIVE_TIMEOUT / _DEBUG_COLLECTIVES
-  if (cfg.collective_timeout != CommSettings::kDefaultTimeoutS) cs.collective_timeout_s = cfg.collective_timeout;
-  if (cfg.debug_collectives) cs.debug_collectives = true;
+  check_pairings(cfg);  // again, for configs built in code rather than by load_config
+  CommSettings cs = comm_settings(cfg);  // the environment's values are in cfg already (load_config)
   RunContext run = open_run(world, cfg.device, cs);
   dev = run.dev;
   device = run.device;
@@ -68,7 +71,7 @@ void Trainer::State::setup() {
   CollectiveWaitMeter::get().enable(cfg.straggler_threshold > 0);
   std::vector<std::string> hosts =
       cfg.straggler_threshold > 0 ? gather_hostnames(*comm, world.hostname()) : std::vector<std::string>{};
-  link_probe = std::make_unique<LinkProbe>(hosts, world.rank(), comm->can_probe_links());
+  link_probe = std::make_unique<LinkProbe>(hosts, world.rank(), link_prober(*comm) != nullptr);
   straggler = std::make_unique<StragglerWatch>(cfg.straggler_threshold, std::move(hosts), world.rank());
   if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
   install_preemption_handlers();
@@ -279,7 +282,7 @@ nlohmann::json Trainer::run() {
         batch = s.train->next();
       }
       if (!batch) break;
-      s.comm->set_step(s.step);
+      report_step(*s.comm, s.step);
       try {
         s.train_step(*batch);
       } catch (const c10::OutOfMemoryError&) {

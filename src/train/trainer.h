@@ -10,7 +10,7 @@
 //   agreed by an allreduce.
 // - The model comes from the registry by config.model (the zoo, or plugins named by
 //   config.model_lib), or from a program's own factory. Either way the trainer sees only the
-//   model interface (train/model.h): the factory is called on every rank with the data's shape,
+//   model interface (model/model.h): the factory is called on every rank with the data's shape,
 //   the model is moved to the run's device, every parameter and buffer must then be there (else
 //   a CollectiveError naming the tensor), and the output of a zero batch of the data's shape
 //   (eval mode, no grad: no side effects) must fit the targets (a CollectiveError with both
@@ -18,6 +18,7 @@
 // - Checkpoints record the model name and its origin ("zoo", the plugin's path, or "program"),
 //   so `hpctrain eval` can rebuild it or name what is missing.
 // - run() returns the summary object that rank 0 prints as its last stdout line.
+// The train/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
 #include <memory>
@@ -25,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/config.h"
-#include "train/model_registry.h"
+#include "model/model_registry.h"
 
 namespace hpctrain {
 

@@ -10,13 +10,14 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/manifest.h"
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
-#include "train/model_registry.h"
+#include "model/model_registry.h"
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
@@ -79,11 +80,6 @@ void Trainer::State::build_model() {
     spec.device = device;
     model = model_entry.factory(spec);
     if (!model) throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
-    if (cfg.sync_bn && model_entry.origin == "torchscript")
-      throw CollectiveError("--sync-bn cannot convert the BatchNorm layers of the TorchScript module " + cfg.model +
-                            ": its compiled forward calls them directly, and converting in Python before scripting "
-                            "is not possible either (torch.nn.SyncBatchNorm needs a Python process group); train it "
-                            "without --sync-bn (rank 0's statistics are broadcast), or use GroupNorm/LayerNorm");
     if (cfg.sync_bn) {
       std::shared_ptr<torch::nn::Module> root = model->module();
       if (!root)

@@ -4,7 +4,7 @@
 #   a. Balanced, 2 hosts: the link probe runs every interval and nothing is reported.
 #   a2. 2 hosts x 2 ranks: only the ranks whose next rank is on the other host (1 and 3) probe.
 #   b. node1's egress shaped to 200 Mbit/s with `tc ... tbf` (this kernel has no sch_netem; a
-#      rate limit is what the probe can attribute, see comm/link_probe.h): within three log
+#      rate limit is what the probe can attribute, see diag/link_probe.h): within three log
 #      intervals the progress line and the metrics name rank 1 on node1, cause comm, its link to
 #      rank 0 on node0; the summary names rank 1.
 #   c. 3 hosts (an odd ring: three probe phases), node1 shaped as in b: rank 1 on node1 named,

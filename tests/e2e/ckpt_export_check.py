@@ -2,7 +2,7 @@
 the zoo model, strict, and evaluates it on the test set (run with the torch wheel's Python).
 
 usage: ckpt_export_check.py MODEL TEST.npz FILE [FILE...]
-  MODEL: cnn or mlp (src/train/models.cpp's layers and names: features.N / classifier.N)
+  MODEL: cnn or mlp (src/model/models.cpp's layers and names: features.N / classifier.N)
   TEST.npz: images (uint8 [N,C,H,W]), labels, mean, std (from test.h5, by Debian's h5py)
   FILE: .pt (torch.load, default weights_only=True) or .safetensors (safetensors.torch.load_file)
 Prints one JSON line per file: {"file", "accuracy", "tensors", "dtypes"}. Exits 1 on any error.

@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "train/model_registry.h"
+#include "model/model_registry.h"
 
 namespace nn = torch::nn;
 

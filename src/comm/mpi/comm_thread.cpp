@@ -1,3 +1,5 @@
+// CommThread: one thread per MPI communicator running collectives in submission order;
+// ThreadWork is the Work handle the caller waits on.
 #include "comm/mpi/comm_thread.h"
 
 #include <pthread.h>

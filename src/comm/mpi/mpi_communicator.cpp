@@ -1,3 +1,6 @@
+// MpiCommunicator: every op is a closure run on the CommThread, with watchdog and fingerprint
+// hooks around it. Large buffers go in chunks (MPI counts are int); on one node reductions and
+// the float/int allgather_into take ShmAllreduce's sleeping path.
 #include "comm/mpi/mpi_communicator.h"
 
 #include <ATen/ATen.h>

@@ -26,12 +26,13 @@
 
 #include "comm/comm_settings.h"
 #include "comm/communicator.h"
+#include "comm/run_ops.h"
 
 namespace hpctrain {
 
 class Watchdog;
 
-class MpiCommunicator final : public Communicator {
+class MpiCommunicator final : public Communicator, public LinkProber, public StepReporter {
  public:
   // Collective over `parent`.
   explicit MpiCommunicator(MPI_Comm parent, CommSettings settings = CommSettings::from_env(),
@@ -54,7 +55,6 @@ class MpiCommunicator final : public Communicator {
                             std::string tag = {}) override;
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
 
-  bool can_probe_links() const override { return true; }
   WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;
 
   void set_step(int64_t step) override;

@@ -1,3 +1,6 @@
+// ShmAllreduce: rank 0 allocates the window (header, one input slot per rank, one result slot).
+// Per chunk: a futex-backed central barrier, each rank reduces its slice (16-element aligned)
+// in rank order, a second barrier, then every rank copies the result out.
 #include "comm/mpi/shm_allreduce.h"
 
 #include <exception>

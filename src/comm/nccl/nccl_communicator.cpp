@@ -24,6 +24,7 @@
 #include <mutex>
 
 #include "comm/desync.h"
+#include "comm/nccl/nccl_communicator.h"
 #include "comm/router.h"
 #include "comm/watchdog.h"
 #include "runtime/check.h"
@@ -102,7 +103,7 @@ struct AbortHandle {
   }
 };
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public Communicator, public StepReporter {
  public:
   NcclCommunicator(MPI_Comm parent, int device, const CommSettings& settings,
                    std::shared_ptr<Watchdog> watchdog)

@@ -11,9 +11,10 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_image.h"
-#include "ckpt/h5_tensor.h"
+#include "ckpt/checksum.h"
 #include "ckpt/manifest.h"
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "runtime/check.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"

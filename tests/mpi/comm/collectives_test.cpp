@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "comm/router.h"
-#include "comm/selftest.h"
+#include "diag/selftest.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
 

@@ -4,7 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "comm/router.h"
-#include "comm/selftest.h"
+#include "diag/selftest.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "support/test_world.h"

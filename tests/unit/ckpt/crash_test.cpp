@@ -14,7 +14,8 @@
 #include <thread>
 
 #include "ckpt/dir_ops.h"
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "ckpt/store.h"
 #include "support/ckpt_test_util.h"
 

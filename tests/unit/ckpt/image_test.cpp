@@ -11,7 +11,8 @@
 #include <thread>
 
 #include "ckpt/h5_image.h"
-#include "ckpt/h5_tensor.h"
+#include "ckpt/checksum.h"
+#include "io/h5_tensor.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"
@@ -55,14 +56,14 @@ TEST(H5Image, ReadsBackWithDigestsOffsetsAndClosedSuperblock) {
     ASSERT_GE(bytes.size(), 24u);
     EXPECT_EQ(bytes.substr(20, 4), std::string(4, '\0')) << "file consistency flags must read 'closed'";
 
-    h5::Handle f = ckpt::open_h5(path);
+    h5::Handle f = h5::open_h5(path);
     std::string meta;
     EXPECT_TRUE(h5::read_attr_string(f.get(), "hpctrain_meta", &meta));
     EXPECT_EQ(meta, "{\"step\":3}");
     ASSERT_EQ(w.tensor_xxh3.size(), ts.size());
     for (size_t i = 0; i < ts.size(); ++i) {
       const auto& [name, t] = ts[i];
-      at::Tensor got = ckpt::read_tensor(f.get(), name);
+      at::Tensor got = h5::read_tensor(f.get(), name);
       EXPECT_EQ(got.scalar_type(), t.scalar_type()) << name;
       EXPECT_TRUE(at::equal(got, t)) << name;
       EXPECT_EQ(w.tensor_xxh3[i], ckpt::checksum(t)) << name;
@@ -71,7 +72,7 @@ TEST(H5Image, ReadsBackWithDigestsOffsetsAndClosedSuperblock) {
         continue;
       }
       ASSERT_GE(w.tensor_offsets[i], 0) << name;
-      EXPECT_EQ(w.tensor_offsets[i], ckpt::dataset_file_offset(f.get(), name)) << name;
+      EXPECT_EQ(w.tensor_offsets[i], h5::dataset_file_offset(f.get(), name)) << name;
       EXPECT_EQ(bytes.compare(w.tensor_offsets[i], t.nbytes(), static_cast<const char*>(t.data_ptr()), t.nbytes()), 0)
           << name;
     }
@@ -106,12 +107,12 @@ TEST(H5Image, WriteErrorNamesTheFile) {
 }
 
 TEST(Printable, EscapesControlAndInvalidUtf8KeepsValidUtf8) {
-  EXPECT_EQ(ckpt::printable("model/fc.weight"), "model/fc.weight");
-  EXPECT_EQ(ckpt::printable(std::string("a\x01" "b\n\x7f", 5)), "a\\x01b\\x0a\\x7f");
-  EXPECT_EQ(ckpt::printable("caf\xc3\xa9"), "caf\xc3\xa9");                 // é stays
-  EXPECT_EQ(ckpt::printable("x\xc3(\xff\xfe"), "x\\xc3(\\xff\\xfe");        // broken sequences
-  EXPECT_EQ(ckpt::printable(std::string("\0z", 2)), "\\x00z");
-  EXPECT_EQ(ckpt::printable(ckpt::printable("a\x02")), "a\\x02");           // idempotent
+  EXPECT_EQ(hpctrain::printable("model/fc.weight"), "model/fc.weight");
+  EXPECT_EQ(hpctrain::printable(std::string("a\x01" "b\n\x7f", 5)), "a\\x01b\\x0a\\x7f");
+  EXPECT_EQ(hpctrain::printable("caf\xc3\xa9"), "caf\xc3\xa9");                 // é stays
+  EXPECT_EQ(hpctrain::printable("x\xc3(\xff\xfe"), "x\\xc3(\\xff\\xfe");        // broken sequences
+  EXPECT_EQ(hpctrain::printable(std::string("\0z", 2)), "\\x00z");
+  EXPECT_EQ(hpctrain::printable(hpctrain::printable("a\x02")), "a\\x02");           // idempotent
 }
 
 // The metadata of a layout (names, dtypes, shapes) is built by HDF5 once and reused for the
@@ -125,9 +126,9 @@ TEST(H5Image, ReusedLayoutReadsBackAndEqualsAFreshBuild) {
   spec.tensors = &second;
   ckpt::WrittenFile reused = ckpt::write_h5_file(d.path + "/reused.h5", spec);
   EXPECT_EQ(reused.xxh3, ckpt::digest_file(d.path + "/reused.h5").xxh3);
-  h5::Handle f = ckpt::open_h5(d.path + "/reused.h5");
+  h5::Handle f = h5::open_h5(d.path + "/reused.h5");
   for (size_t i = 0; i < second.size(); ++i) {
-    EXPECT_TRUE(at::equal(ckpt::read_tensor(f.get(), second[i].first), second[i].second)) << second[i].first;
+    EXPECT_TRUE(at::equal(h5::read_tensor(f.get(), second[i].first), second[i].second)) << second[i].first;
     EXPECT_EQ(reused.tensor_xxh3[i], ckpt::checksum(second[i].second)) << second[i].first;
   }
   // Seventeen other layouts push it out of the reuse table (16 entries); then it is rebuilt.
@@ -163,8 +164,8 @@ TEST(H5Image, LayoutScratchFileLeavesNothingBehind) {
   EXPECT_GT(w.bytes, int64_t{64} << 20);
   EXPECT_EQ(w.xxh3, ckpt::digest_file(d.path + "/big.h5").xxh3);
   EXPECT_EQ(scratch_files(), before);
-  h5::Handle f = ckpt::open_h5(d.path + "/big.h5");
-  EXPECT_TRUE(at::equal(ckpt::read_tensor(f.get(), "model/b"), big[1].second));
+  h5::Handle f = h5::open_h5(d.path + "/big.h5");
+  EXPECT_TRUE(at::equal(h5::read_tensor(f.get(), "model/b"), big[1].second));
   spec.compress = true;
   ckpt::write_h5_file(d.path + "/small.h5", spec);
   EXPECT_EQ(scratch_files(), before);

@@ -9,7 +9,8 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/manifest.h"
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"

@@ -8,8 +8,9 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_image.h"
-#include "ckpt/h5_tensor.h"
-#include "ckpt/reader.h"
+#include "io/h5_tensor.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"
@@ -24,8 +25,8 @@ namespace {
 void flip_byte(const std::string& shard_path, const std::string& tensor, int64_t nbytes) {
   int64_t off;
   {
-    h5::Handle f = ckpt::open_h5(shard_path);
-    off = ckpt::dataset_file_offset(f.get(), tensor);
+    h5::Handle f = h5::open_h5(shard_path);
+    off = h5::dataset_file_offset(f.get(), tensor);
   }
   ASSERT_GT(off, 0);
   std::fstream io(shard_path, std::ios::in | std::ios::out | std::ios::binary);
@@ -85,7 +86,7 @@ TEST(Verify, UnexpectedDatasetAndWrongShapeAreReported) {
   std::string shard = step + "/shard-00000-of-00001.h5";
   {
     h5::Handle f(H5Fopen(shard.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    ckpt::create_dataset(f.get(), "model/intruder", at::ones({2}), false, true);
+    h5::create_dataset(f.get(), "model/intruder", at::ones({2}), false, true);
   }
   // The whole-file checksum catches the change first...
   std::string err = error_of([&] { ckpt::verify_checkpoint(step); });

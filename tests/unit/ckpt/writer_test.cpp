@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "ckpt/reader.h"
+#include "ckpt/resolve.h"
+#include "ckpt/verify.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
 #include "support/test_world.h"

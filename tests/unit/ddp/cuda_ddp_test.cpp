@@ -9,7 +9,7 @@
 #include "runtime/device.h"
 #include "support/test_world.h"
 #include "train/amp.h"
-#include "train/models.h"
+#include "model/models.h"
 
 using namespace hpctrain;
 

@@ -5,16 +5,11 @@
 
 #include "runtime/check.h"
 #include "train/config.h"
+#include "unit/train/temp_toml.h"
 
 using namespace hpctrain;
 
 namespace {
-std::string write_toml(const std::string& body) {
-  static int n = 0;
-  std::string path = "/tmp/hpctrain_config_test_" + std::to_string(getpid()) + "_" + std::to_string(n++) + ".toml";
-  std::ofstream(path) << body;
-  return path;
-}
 std::string error_of(const std::string& toml, std::map<std::string, std::string> flags) {
   try {
     load_config(toml, flags);

@@ -9,7 +9,7 @@
 #include <torch/optim/sgd.h>
 
 #include "runtime/check.h"
-#include "train/model.h"
+#include "model/model.h"
 #include "train/train_state.h"
 
 using namespace hpctrain;

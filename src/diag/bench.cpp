@@ -1,0 +1,101 @@
+// Collective benchmarks: ours and the bare MPI call alternate for 3 rounds on fresh buffers per
+// size, after 2 warm-up calls each; each round is timed on the slowest rank (MPI_MAX) and the
+// median round is reported.
+#include "diag/bench.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "comm/mpi/mpi_communicator.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Time of `iters` calls of `fn`, slowest rank.
+template <class F>
+double timed(MPI_Comm comm, int iters, F&& fn) {
+  HPC_MPI_CHECK(MPI_Barrier(comm));
+  double t0 = now_s();
+  for (int i = 0; i < iters; ++i) fn();
+  double dt = now_s() - t0, worst = 0;
+  HPC_MPI_CHECK(MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return worst;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes,
+                                               int64_t max_bytes, int iters) {
+  return bench_collective(comm, "allreduce", min_bytes, max_bytes, iters);
+}
+
+std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op,
+                                                int64_t min_bytes, int64_t max_bytes, int iters) {
+  if (op != "allreduce" && op != "reduce_scatter" && op != "allgather")
+    throw Error("bench: unknown collective " + op + " (allreduce, reduce_scatter, allgather)");
+  std::vector<AllreduceBenchRow> rows;
+  const int n = comm.size();
+  const double bus = n == 1 ? 1.0 : op == "allreduce" ? 2.0 * (n - 1) / n : double(n - 1) / n;
+  MPI_Comm raw = comm.raw();
+  for (int64_t bytes = std::max<int64_t>(min_bytes, 4 * n); bytes <= max_bytes; bytes *= 2) {
+    int64_t block = bytes / 4 / n, count = op == "allreduce" ? bytes / 4 : block * n;
+    // Fresh buffers per size, so no size benefits from an earlier one's cache state.
+    at::Tensor ours = at::ones({count}, at::kFloat), bare = at::ones({count}, at::kFloat);
+    at::Tensor ours_out = at::empty({block}), bare_out = at::empty({block});
+    int64_t scaled = iters * int64_t(4 << 20) / std::max<int64_t>(bytes, 4 << 20);
+    int it = static_cast<int>(std::max<int64_t>(5, scaled));
+    std::function<void()> run_ours, run_bare;
+    if (op == "allreduce") {
+      run_ours = [&] { comm.allreduce(ours, ReduceOp::kSum, "bench")->wait(); };
+      run_bare = [&] {
+        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), MPI_FLOAT,
+                                    MPI_SUM, raw));
+      };
+    } else if (op == "reduce_scatter") {
+      run_ours = [&] { comm.reduce_scatter(ours, ours_out, ReduceOp::kSum, "bench")->wait(); };
+      run_bare = [&] {
+        HPC_MPI_CHECK(MPI_Reduce_scatter_block(bare.data_ptr(), bare_out.data_ptr(),
+                                               static_cast<int>(block), MPI_FLOAT, MPI_SUM, raw));
+      };
+    } else {
+      at::Tensor mine = ours.narrow(0, comm.rank() * block, block);
+      run_ours = [&, mine] { comm.allgather_into(mine, ours, "bench")->wait(); };
+      run_bare = [&] {
+        HPC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, bare.data_ptr(),
+                                    static_cast<int>(block), MPI_FLOAT, raw));
+      };
+    }
+    for (int w = 0; w < 2; ++w) run_ours(), run_bare();  // warm-up
+    std::vector<double> t_ours, t_bare;
+    for (int round = 0; round < 3; ++round) {
+      t_ours.push_back(timed(raw, it, run_ours) / it);
+      t_bare.push_back(timed(raw, it, run_bare) / it);
+    }
+    AllreduceBenchRow r;
+    r.bytes = count * 4;
+    r.iters = it;
+    r.time_us = median(t_ours) * 1e6;
+    r.mpi_time_us = median(t_bare) * 1e6;
+    r.algbw_GBps = r.bytes / (r.time_us * 1e-6) / 1e9;
+    r.busbw_GBps = r.algbw_GBps * bus;
+    r.mpi_algbw_GBps = r.bytes / (r.mpi_time_us * 1e-6) / 1e9;
+    r.mpi_busbw_GBps = r.mpi_algbw_GBps * bus;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace hpctrain

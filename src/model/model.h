@@ -1,0 +1,112 @@
+// The model interface: what the trainer, DDP, SyncBN conversion, checkpoints and eval see of a
+// model. The zoo (mlp/cnn/resnet), plugin factories (--model-lib) and user programs
+// (hpctrain::train with a factory) all sit behind it.
+//
+// Contract:
+// - forward(x): x is a batch [B, sample_shape...] on the run's device; returns one tensor whose
+//   first dimension is B (classification: [B, num_classes] logits).
+// - named_parameters() / named_buffers(): the model's state, named by its own state_dict names
+//   (no prefix), in a fixed order that is the same on every rank for the same model. These very
+//   tensors are trained, reduced, checkpointed and restored (no copies). Parameters that do
+//   not require grad are checkpointed but not trained.
+// - train(on) / is_training(): training vs evaluation behaviour (BatchNorm, Dropout).
+// - to(device): moves every parameter and buffer to `device`. The trainer calls it once after
+//   construction, then checks that every parameter and buffer is on the run's device.
+// - module(): the torch::nn::Module tree behind the model when there is one (SyncBN conversion
+//   walks it); null otherwise.
+// The model/ stage among the others, its threads and locks: docs/architecture.md.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/named_tensors.h"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace hpctrain {
+
+class Communicator;
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  virtual NamedTensors named_parameters() = 0;
+  virtual NamedTensors named_buffers() = 0;
+  virtual void train(bool on) = 0;
+  virtual bool is_training() const = 0;
+  virtual void to(c10::Device device) = 0;
+  virtual std::shared_ptr<torch::nn::Module> module() { return nullptr; }
+};
+using ModelPtr = std::shared_ptr<Model>;
+
+// What a model factory is told about the run.
+struct ModelSpec {
+  std::string name;                   // the model name asked for (--model)
+  std::vector<int64_t> sample_shape;  // per-sample input shape, e.g. [1, 28, 28]
+  int64_t num_classes = 0;            // classification targets: the number of classes (0: regression)
+  std::vector<int64_t> target_shape;  // regression: per-sample target shape (output [B, target_shape...])
+  // With --sync-bn: the communicator to build SyncBatchNorm layers with (pass it to
+  // hpctrain::make_batch_norm, ddp/sync_batchnorm.h); null otherwise. BatchNorm layers held in
+  // a Sequential/ModuleList/ModuleDict are converted by the trainer anyway.
+  Communicator* sync_bn = nullptr;
+  c10::Device device{c10::kCPU};      // the run's device (the trainer moves the model there)
+};
+
+// Builds a fresh model for `spec`. Called once per rank, with the same spec on every rank;
+// it must build the same architecture everywhere (DDP checks names, dtypes and shapes). The
+// initial values need not agree: DDP broadcasts rank 0's. Throw hpctrain::CollectiveError for
+// a spec the model cannot serve (a one-line message naming why).
+using ModelFactory = std::function<ModelPtr(const ModelSpec&)>;
+
+// One model the run can build: a zoo or plugin factory (model/model_registry.h) or a
+// TorchScript file (model/torchscript_model.h). Both produce entries; neither includes the other.
+struct ModelEntry {
+  std::string name;
+  std::string description;
+  std::string origin;  // "zoo", a plugin's path, "torchscript", or "program" (a factory in code)
+  ModelFactory factory;
+  std::string archive;  // origin "torchscript": the module's file bytes, stored in checkpoints
+};
+
+// A torch::nn::Module with a one-tensor forward, behind the interface.
+class ModuleModel : public Model {
+ public:
+  using ForwardFn = std::function<at::Tensor(const at::Tensor&)>;
+  ModuleModel(std::shared_ptr<torch::nn::Module> module, ForwardFn forward);
+  at::Tensor forward(const at::Tensor& x) override { return forward_(x); }
+  NamedTensors named_parameters() override;
+  NamedTensors named_buffers() override;
+  void train(bool on) override;
+  bool is_training() const override;
+  void to(c10::Device device) override;
+  std::shared_ptr<torch::nn::Module> module() override { return module_; }
+
+ private:
+  std::shared_ptr<torch::nn::Module> module_;
+  ForwardFn forward_;
+};
+
+// module_model(std::make_shared<MyNetImpl>(...)) or module_model(MyNet(...)) (a TORCH_MODULE
+// holder): any module whose forward takes one tensor and returns one.
+template <class M>
+ModelPtr module_model(std::shared_ptr<M> m) {
+  M* raw = m.get();
+  return std::make_shared<ModuleModel>(std::move(m), [raw](const at::Tensor& x) { return raw->forward(x); });
+}
+template <class Holder, class = decltype(std::declval<Holder>().ptr())>
+ModelPtr module_model(Holder h) {
+  return module_model(h.ptr());
+}
+
+int64_t count_parameters(Model& m);
+
+}  // namespace hpctrain
