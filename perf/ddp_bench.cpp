@@ -22,17 +22,15 @@
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
+#include "model/models.h"
 #include "runtime/device.h"
 #include "runtime/guard.h"
 #include "runtime/world.h"
-#include "model/models.h"
 
 using namespace hpctrain;
 
 namespace {
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -68,7 +66,8 @@ int main(int argc, char** argv) {
     at::set_num_threads(1);
     DeviceChoice dc = choose_device(device, w.local_rank(), w.local_size(), visible_cuda_devices());
     activate_device(dc);
-    c10::Device dev = dc.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dc.index)) : c10::Device(c10::kCPU);
+    c10::Device dev =
+        dc.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(dc.index)) : c10::Device(c10::kCPU);
     DeviceRouter comm(w.mpi_comm(), dc.cuda ? dc.index : -1);
     torch::manual_seed(0);
     NormFactory norm = batchnorm2d_factory();
@@ -95,7 +94,8 @@ int main(int argc, char** argv) {
       ddp = std::make_unique<DistributedDataParallel>(model.ptr(), comm, o);
     }
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-    at::Tensor x = at::randn({batch, 1, 28, 28}, dev), y = at::randint(0, 10, {batch}, at::TensorOptions().dtype(at::kLong).device(dev));
+    at::Tensor x = at::randn({batch, 1, 28, 28}, dev),
+               y = at::randint(0, 10, {batch}, at::TensorOptions().dtype(at::kLong).device(dev));
     // The next batch from the loader (wrapping to a new epoch); returns the time blocked on it.
     int64_t epoch = 0;
     auto fetch = [&]() -> double {
@@ -120,12 +120,16 @@ int main(int argc, char** argv) {
       if (ddp) ddp->prepare_forward();
       at::Tensor loss = at::cross_entropy_loss(model->forward(x), y);
       double tb = now();
-      if (ddp) ddp->backward(loss);
-      else loss.backward();
+      if (ddp)
+        ddp->backward(loss);
+      else
+        loss.backward();
       double te = now();
       opt.step();
-      if (ddp) ddp->zero_grad();
-      else opt.zero_grad(false);
+      if (ddp)
+        ddp->zero_grad();
+      else
+        opt.zero_grad(false);
       sync();
       double t1 = now();
       if (s >= warmup) {
@@ -159,11 +163,20 @@ int main(int argc, char** argv) {
     double worst = step;
     MPI_Allreduce(&step, &worst, 1, MPI_DOUBLE, MPI_MAX, w.mpi_comm());
     if (w.rank() == 0) {
-      nlohmann::json j = {{"model", model_name}, {"mode", mode}, {"world_size", w.size()},
-                          {"batch_per_rank", batch}, {"bucket_mb", bucket_mb}, {"sync_bn", sync_bn},
-                          {"buckets", buckets}, {"bucket_bytes", bucket_bytes}, {"step_s", worst}, {"backward_s", median(bwd_t)},
-                          {"finalize_wait_s", wait}, {"serial_comm_s", comm_t},
-                          {"data", data.empty() ? "memory" : data}, {"data_wait_s", median(data_t)},
+      nlohmann::json j = {{"model", model_name},
+                          {"mode", mode},
+                          {"world_size", w.size()},
+                          {"batch_per_rank", batch},
+                          {"bucket_mb", bucket_mb},
+                          {"sync_bn", sync_bn},
+                          {"buckets", buckets},
+                          {"bucket_bytes", bucket_bytes},
+                          {"step_s", worst},
+                          {"backward_s", median(bwd_t)},
+                          {"finalize_wait_s", wait},
+                          {"serial_comm_s", comm_t},
+                          {"data", data.empty() ? "memory" : data},
+                          {"data_wait_s", median(data_t)},
                           {"hidden_fraction", comm_t > 0 ? std::max(0.0, 1.0 - wait / comm_t) : 0.0},
                           {"samples_per_s", batch * w.size() / worst}};
       std::printf("%s\n", j.dump().c_str());

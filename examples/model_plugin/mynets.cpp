@@ -22,10 +22,10 @@ hpctrain::ModelPtr tiny_vgg(const hpctrain::ModelSpec& s) {
   if (s.sample_shape.size() != 3 || s.sample_shape[1] < 4 || s.sample_shape[2] < 4)
     throw hpctrain::CollectiveError("tiny_vgg needs [C,H,W] images of at least 4x4");
   const int64_t c = s.sample_shape[0], h = s.sample_shape[1] / 4, w = s.sample_shape[2] / 4;
-  nn::Sequential net(
-      nn::Conv2d(nn::Conv2dOptions(c, 16, 3).padding(1)), nn::BatchNorm2d(16), nn::ReLU(), nn::MaxPool2d(2),
-      nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::BatchNorm2d(32), nn::ReLU(), nn::MaxPool2d(2),
-      nn::Flatten(), nn::Linear(32 * h * w, 64), nn::ReLU(), nn::Linear(64, s.num_classes));
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(c, 16, 3).padding(1)), nn::BatchNorm2d(16), nn::ReLU(),
+                     nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::BatchNorm2d(32),
+                     nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(32 * h * w, 64), nn::ReLU(),
+                     nn::Linear(64, s.num_classes));
   return hpctrain::module_model(net);
 }
 

@@ -93,11 +93,11 @@ enum class Snapshot { kAtCall, kBeforeUpdate };
 
 struct CheckpointOptions {
   std::string dir;
-  int64_t shard_mb = 512;   // shard size cap; a tensor larger than the cap gets its own shard
-  int keep = 0;             // keep the newest K complete checkpoints; 0 keeps all
-  bool async = true;        // write in a background thread
-  bool compress = false;    // gzip (level 4) chunked datasets
-  bool all_writers = false; // spread shards over ranks (shared filesystem required)
+  int64_t shard_mb = 512;    // shard size cap; a tensor larger than the cap gets its own shard
+  int keep = 0;              // keep the newest K complete checkpoints; 0 keeps all
+  bool async = true;         // write in a background thread
+  bool compress = false;     // gzip (level 4) chunked datasets
+  bool all_writers = false;  // spread shards over ranks (shared filesystem required)
 };
 
 // Asynchronous, atomic, error-agreeing checkpoint writer. See the contract above.

@@ -16,9 +16,8 @@ std::string hex64(uint64_t v) {
 }
 
 bool is_hex64(const std::string& s) {
-  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == 16 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::string checksum(const at::Tensor& t) {

@@ -14,5 +14,4 @@ std::string checksum(const at::Tensor& t);
 std::string hex64(uint64_t v);
 bool is_hex64(const std::string& s);
 
-
 }  // namespace hpctrain::ckpt

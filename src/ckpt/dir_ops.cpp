@@ -69,8 +69,7 @@ std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::str
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     std::string name = e.path().filename().string();
-    if (e.is_directory() && std::regex_match(name, m, re) &&
-        fs::exists(e.path() / "manifest.json"))
+    if (e.is_directory() && std::regex_match(name, m, re) && fs::exists(e.path() / "manifest.json"))
       out.emplace_back(std::stoll(m[1]), e.path().string());
   }
   std::sort(out.begin(), out.end());

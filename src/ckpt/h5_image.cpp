@@ -154,7 +154,8 @@ struct Built {
     for (size_t done = 0; done < n;) {
       ssize_t k = ::pread(scratch->fd(), dst + done, n - done, static_cast<off_t>(from + done));
       if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) throw Error(std::string("read of the scratch file failed: ") + (k < 0 ? std::strerror(errno) : "short file"));
+      if (k <= 0)
+        throw Error(std::string("read of the scratch file failed: ") + (k < 0 ? std::strerror(errno) : "short file"));
       done += static_cast<size_t>(k);
     }
   }
@@ -194,7 +195,8 @@ Built build_in(const std::string& dir, const H5FileSpec& spec, WrittenFile& out,
   fill_file(file.get(), spec, out, l);
   if (H5Fclose(file.release()) < 0) throw Error("HDF5 could not close its scratch file in " + dir);
   struct stat sb;
-  if (::fstat(b.scratch->fd(), &sb) != 0) throw Error("stat of the scratch file failed: " + std::string(std::strerror(errno)));
+  if (::fstat(b.scratch->fd(), &sb) != 0)
+    throw Error("stat of the scratch file failed: " + std::string(std::strerror(errno)));
   if (sb.st_size <= 0) throw Error("HDF5 left its scratch file in " + dir + " empty");
   l.size = static_cast<size_t>(sb.st_size);
   return b;
@@ -323,7 +325,8 @@ WrittenFile write_h5_file(const std::string& path, const H5FileSpec& spec) {
     };
     for (int i : order) {
       segments_before(static_cast<size_t>(layout->offsets[i]));
-      pieces.push_back({static_cast<const unsigned char*>(tensors[i].second.data_ptr()), tensors[i].second.nbytes(), i});
+      pieces.push_back(
+          {static_cast<const unsigned char*>(tensors[i].second.data_ptr()), tensors[i].second.nbytes(), i});
     }
     segments_before(layout->size);
   }

@@ -39,8 +39,8 @@ struct H5FileSpec {
   // (dataset path, contiguous CPU tensor); written in this order.
   const std::vector<std::pair<std::string, at::Tensor>>* tensors = nullptr;
   std::vector<std::pair<std::string, std::string>> root_attrs;  // string attributes on "/"
-  bool compress = false;  // chunked + deflate (level 4): data goes through HDF5
-  bool sync = true;       // fsync before returning
+  bool compress = false;                                        // chunked + deflate (level 4): data goes through HDF5
+  bool sync = true;                                             // fsync before returning
   // Called after the first dataset is created (fault injection for crash tests), may be empty.
   std::function<void()> after_first_dataset;
 };

@@ -59,8 +59,8 @@ void load_model_state(const CheckpointState& st, const NamedTensors& model, cons
   for (const auto& [name, t] : saved)
     if (!target.count(name)) unexpected.push_back(name);
   if (!missing.empty() || !unexpected.empty() || !shapes.empty())
-    throw Error(source + " does not match the model: missing keys " + join(missing) +
-                "; unexpected keys " + join(unexpected) + "; shape mismatches " + join(shapes));
+    throw Error(source + " does not match the model: missing keys " + join(missing) + "; unexpected keys " +
+                join(unexpected) + "; shape mismatches " + join(shapes));
 
   at::NoGradGuard no_grad;
   for (auto& [name, t] : target) t.copy_(saved.at(name));  // copy_ converts dtype and device

@@ -3,7 +3,6 @@
 // step names and plan_shards, which packs tensors in order.
 #include "ckpt/manifest.h"
 
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,23 +18,31 @@ namespace hpctrain::ckpt {
 nlohmann::json Manifest::to_json() const {
   nlohmann::json ts = nlohmann::json::array();
   for (const auto& t : tensors) {
-    ts.push_back({{"name", t.name}, {"shard", t.shard}, {"dtype", t.dtype}, {"shape", t.shape},
-                  {"nbytes", t.nbytes}, {"xxh3", t.xxh3}});
+    ts.push_back({{"name", t.name},
+                  {"shard", t.shard},
+                  {"dtype", t.dtype},
+                  {"shape", t.shape},
+                  {"nbytes", t.nbytes},
+                  {"xxh3", t.xxh3}});
     if (t.offset >= 0) ts.back()["offset"] = t.offset;
   }
   nlohmann::json ss = nlohmann::json::array();
   for (const auto& s : shards) ss.push_back({{"file", s.file}, {"bytes", s.bytes}, {"xxh3", s.xxh3}});
-  nlohmann::json j = {{"format", "hpctrain-checkpoint"}, {"format_version", format_version},
-                      {"step", step}, {"world_size", world_size}, {"versions", versions},
-                      {"meta", meta}, {"shards", ss}, {"tensors", ts}};
+  nlohmann::json j = {{"format", "hpctrain-checkpoint"},
+                      {"format_version", format_version},
+                      {"step", step},
+                      {"world_size", world_size},
+                      {"versions", versions},
+                      {"meta", meta},
+                      {"shards", ss},
+                      {"tensors", ts}};
   if (meta.contains("epoch")) j["epoch"] = meta["epoch"];
   return j;
 }
 
 Manifest Manifest::from_json(const nlohmann::json& j, const std::string& source) {
   try {
-    if (j.value("format", "") != "hpctrain-checkpoint")
-      throw Error(source + ": not an hpctrain checkpoint manifest");
+    if (j.value("format", "") != "hpctrain-checkpoint") throw Error(source + ": not an hpctrain checkpoint manifest");
     Manifest m;
     m.format_version = j.at("format_version").get<int>();
     if (m.format_version != 1 && m.format_version != 2)
@@ -51,24 +58,25 @@ Manifest Manifest::from_json(const nlohmann::json& j, const std::string& source)
       } else {
         e = {s.at("file").get<std::string>(), s.at("bytes").get<int64_t>(), s.at("xxh3").get<std::string>()};
         if (!is_hex64(e.xxh3) || e.bytes < 0)
-          throw Error(source + ": shard " + printable(e.file) + ": malformed checksum or size in the manifest (xxh3 \"" +
-                      printable(e.xxh3) + "\", bytes " + std::to_string(e.bytes) + "; expected 16 hex digits and bytes >= 0)");
+          throw Error(source + ": shard " + printable(e.file) +
+                      ": malformed checksum or size in the manifest (xxh3 \"" + printable(e.xxh3) + "\", bytes " +
+                      std::to_string(e.bytes) + "; expected 16 hex digits and bytes >= 0)");
       }
       if (e.file.empty() || e.file.find('/') != std::string::npos || e.file == "." || e.file == "..")
         throw Error(source + ": malformed shard file name \"" + printable(e.file) + "\"");
       m.shards.push_back(std::move(e));
     }
     for (const auto& t : j.at("tensors")) {
-      TensorEntry e{t.at("name").get<std::string>(), t.at("shard").get<int>(),
+      TensorEntry e{t.at("name").get<std::string>(),  t.at("shard").get<int>(),
                     t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<int64_t>>(),
-                    t.at("nbytes").get<int64_t>(), t.at("xxh3").get<std::string>(),
+                    t.at("nbytes").get<int64_t>(),    t.at("xxh3").get<std::string>(),
                     t.value("offset", int64_t{-1})};
       if (!is_hex64(e.xxh3))
         throw Error(source + ": tensor " + printable(e.name) + ": malformed checksum \"" + printable(e.xxh3) +
                     "\" in the manifest (expected 16 hex digits)");
       if (e.shard < 0 || e.shard >= static_cast<int>(m.shards.size()))
-        throw Error(source + ": tensor " + e.name + " names shard " + std::to_string(e.shard) +
-                    " of " + std::to_string(m.shards.size()));
+        throw Error(source + ": tensor " + e.name + " names shard " + std::to_string(e.shard) + " of " +
+                    std::to_string(m.shards.size()));
       m.tensors.push_back(std::move(e));
     }
     return m;

@@ -27,7 +27,7 @@ struct TensorEntry {
   std::string dtype;
   std::vector<int64_t> shape;
   int64_t nbytes = 0;
-  std::string xxh3;  // 16 hex digits of XXH3_64bits over the tensor's raw bytes
+  std::string xxh3;     // 16 hex digits of XXH3_64bits over the tensor's raw bytes
   int64_t offset = -1;  // where its bytes lie in the shard file (-1: compressed, empty, or v1)
 };
 

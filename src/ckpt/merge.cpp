@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ckpt/dir_ops.h"
 #include "ckpt/checksum.h"
+#include "ckpt/dir_ops.h"
 #include "ckpt/merged_file.h"
-#include "ckpt/torchscript_archive.h"
 #include "ckpt/resolve.h"
+#include "ckpt/torchscript_archive.h"
 #include "ckpt/verify.h"
 #include "runtime/check.h"
 
@@ -47,8 +47,8 @@ std::string merge_format(const std::string& out, const std::string& format) {
     throw Error("--format must be h5, pt, safetensors or torchscript, got " + format);
   bool agrees = by_ext.empty() || by_ext == format || (format == "torchscript" && by_ext == "pt");
   if (!agrees)
-    throw Error("--format " + format + " contradicts the extension of " + out + " (" + ext +
-                " is " + by_ext + "); change one of them");
+    throw Error("--format " + format + " contradicts the extension of " + out + " (" + ext + " is " + by_ext +
+                "); change one of them");
   return format;
 }
 
@@ -71,8 +71,10 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
     bool model = e.name.rfind("model/", 0) == 0;
     if (!model && !opts.full) return;
     if (!opts.dtype.empty()) {
-      if (at::isFloatingType(t.scalar_type())) t = t.to(cast);
-      else rep.kept.push_back(e.name + " (" + e.dtype + ")");
+      if (at::isFloatingType(t.scalar_type()))
+        t = t.to(cast);
+      else
+        rep.kept.push_back(e.name + " (" + e.dtype + ")");
     }
     tensors.emplace_back(prefixed ? e.name : e.name.substr(6), t.contiguous());
   });
@@ -89,8 +91,10 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
   nlohmann::json meta = merged_meta(m, tensors, prefixed ? "" : "model/");
   std::string tmp = out + ".tmp";
   try {
-    if (const MergedFileFormat* f = merged_file_format(rep.format)) f->write(tmp, meta, tensors);
-    else write_torchscript(tmp, meta, tensors);
+    if (const MergedFileFormat* f = merged_file_format(rep.format))
+      f->write(tmp, meta, tensors);
+    else
+      write_torchscript(tmp, meta, tensors);
     rename_durable(tmp, out);
   } catch (...) {
     std::error_code ec;

@@ -13,9 +13,9 @@ struct MergeOptions {
 };
 
 struct MergeReport {
-  std::string format;                 // what was written
+  std::string format;  // what was written
   size_t tensors = 0;
-  std::vector<std::string> kept;      // with --dtype: tensors left as they are ("name (int64)")
+  std::vector<std::string> kept;  // with --dtype: tensors left as they are ("name (int64)")
 };
 
 // The format for `out` and an explicit --format (may be empty): the extension decides

@@ -38,9 +38,7 @@ std::string merged_format_of(const std::string& path) {
   return "";
 }
 
-bool is_merged_file(const std::string& path) {
-  return fs::is_regular_file(path) && !merged_format_of(path).empty();
-}
+bool is_merged_file(const std::string& path) { return fs::is_regular_file(path) && !merged_format_of(path).empty(); }
 
 nlohmann::json meta_from_merged(const nlohmann::json& stored) {
   nlohmann::json meta = stored.contains("meta") ? stored["meta"] : nlohmann::json::object();

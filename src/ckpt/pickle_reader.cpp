@@ -22,7 +22,7 @@ struct Val {
   enum Kind { kNone, kBool, kInt, kFloat, kStr, kTuple, kList, kDict, kGlobal, kTensor } kind = kNone;
   int64_t i = 0;
   double f = 0;
-  std::string s, name;  // kStr: s; kGlobal: s = module, name
+  std::string s, name;                     // kStr: s; kGlobal: s = module, name
   std::vector<VP> items;                   // kTuple, kList
   std::vector<std::pair<VP, VP>> entries;  // kDict
   at::Tensor t;
@@ -35,9 +35,9 @@ VP make(Val::Kind k) {
 }
 
 const std::pair<const char*, at::ScalarType> kStorages[] = {
-    {"FloatStorage", at::kFloat}, {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
-    {"BFloat16Storage", at::kBFloat16}, {"IntStorage", at::kInt}, {"LongStorage", at::kLong},
-    {"ByteStorage", at::kByte}, {"BoolStorage", at::kBool}};
+    {"FloatStorage", at::kFloat},       {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
+    {"BFloat16Storage", at::kBFloat16}, {"IntStorage", at::kInt},       {"LongStorage", at::kLong},
+    {"ByteStorage", at::kByte},         {"BoolStorage", at::kBool}};
 
 class Unpickler {
  public:
@@ -48,24 +48,46 @@ class Unpickler {
     for (;;) {
       unsigned char op = byte();
       switch (op) {
-        case 0x80: byte(); break;                     // PROTO
-        case 0x95: bytes(8); break;                   // FRAME
-        case 'c': {                                   // GLOBAL
+        case 0x80:
+          byte();
+          break;  // PROTO
+        case 0x95:
+          bytes(8);
+          break;     // FRAME
+        case 'c': {  // GLOBAL
           VP g = make(Val::kGlobal);
           g->s = line();
           g->name = line();
           push(g);
           break;
         }
-        case 'q': memo_[byte()] = top(); break;       // BINPUT
-        case 'r': memo_[uint_le(4)] = top(); break;   // LONG_BINPUT
-        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
-        case 'h': push(memo(byte())); break;          // BINGET
-        case 'j': push(memo(uint_le(4))); break;      // LONG_BINGET
-        case '(': marks_.push_back(stack_.size()); break;
-        case ')': push(make(Val::kTuple)); break;
-        case 't': push(tuple(pop_mark())); break;
-        case 0x85: case 0x86: case 0x87: {            // TUPLE1..3
+        case 'q':
+          memo_[byte()] = top();
+          break;  // BINPUT
+        case 'r':
+          memo_[uint_le(4)] = top();
+          break;  // LONG_BINPUT
+        case 0x94:
+          memo_[memo_.size()] = top();
+          break;  // MEMOIZE
+        case 'h':
+          push(memo(byte()));
+          break;  // BINGET
+        case 'j':
+          push(memo(uint_le(4)));
+          break;  // LONG_BINGET
+        case '(':
+          marks_.push_back(stack_.size());
+          break;
+        case ')':
+          push(make(Val::kTuple));
+          break;
+        case 't':
+          push(tuple(pop_mark()));
+          break;
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
           size_t n = op - 0x84;
           need(n);
           std::vector<VP> v(stack_.end() - n, stack_.end());
@@ -73,36 +95,52 @@ class Unpickler {
           push(tuple(std::move(v)));
           break;
         }
-        case '}': push(make(Val::kDict)); break;
-        case ']': push(make(Val::kList)); break;
-        case 'a': {                                   // APPEND
+        case '}':
+          push(make(Val::kDict));
+          break;
+        case ']':
+          push(make(Val::kList));
+          break;
+        case 'a': {  // APPEND
           VP v = pop();
           list_top()->items.push_back(v);
           break;
         }
-        case 'e': {                                   // APPENDS
+        case 'e': {  // APPENDS
           std::vector<VP> v = pop_mark();
           for (auto& x : v) list_top()->items.push_back(x);
           break;
         }
-        case 's': {                                   // SETITEM
+        case 's': {  // SETITEM
           VP v = pop(), k = pop();
           dict_top()->entries.emplace_back(k, v);
           break;
         }
-        case 'u': {                                   // SETITEMS
+        case 'u': {  // SETITEMS
           std::vector<VP> kv = pop_mark();
           if (kv.size() % 2) fail("SETITEMS with an odd number of items");
           for (size_t i = 0; i < kv.size(); i += 2) dict_top()->entries.emplace_back(kv[i], kv[i + 1]);
           break;
         }
-        case 'X': push(str(bytes(uint_le(4)))); break;  // BINUNICODE
-        case 0x8c: push(str(bytes(byte()))); break;     // SHORT_BINUNICODE
-        case 'U': push(str(bytes(byte()))); break;      // SHORT_BINSTRING
-        case 'K': push(integer(byte())); break;
-        case 'M': push(integer(uint_le(2))); break;
-        case 'J': push(integer(static_cast<int32_t>(uint_le(4)))); break;
-        case 0x8a: {                                  // LONG1
+        case 'X':
+          push(str(bytes(uint_le(4))));
+          break;  // BINUNICODE
+        case 0x8c:
+          push(str(bytes(byte())));
+          break;  // SHORT_BINUNICODE
+        case 'U':
+          push(str(bytes(byte())));
+          break;  // SHORT_BINSTRING
+        case 'K':
+          push(integer(byte()));
+          break;
+        case 'M':
+          push(integer(uint_le(2)));
+          break;
+        case 'J':
+          push(integer(static_cast<int32_t>(uint_le(4))));
+          break;
+        case 0x8a: {  // LONG1
           size_t n = byte();
           if (n > 8) fail("integer wider than 64 bits");
           uint64_t v = n ? uint_le(n) : 0;
@@ -110,7 +148,7 @@ class Unpickler {
           push(integer(static_cast<int64_t>(v)));
           break;
         }
-        case 'G': {                                   // BINFLOAT (big-endian)
+        case 'G': {  // BINFLOAT (big-endian)
           uint64_t bits = 0;
           for (int k = 0; k < 8; ++k) bits = (bits << 8) | byte();
           VP v = make(Val::kFloat);
@@ -118,22 +156,31 @@ class Unpickler {
           push(v);
           break;
         }
-        case 'N': push(make(Val::kNone)); break;
-        case 0x88: case 0x89: {                       // NEWTRUE, NEWFALSE
+        case 'N':
+          push(make(Val::kNone));
+          break;
+        case 0x88:
+        case 0x89: {  // NEWTRUE, NEWFALSE
           VP v = make(Val::kBool);
           v->i = op == 0x88;
           push(v);
           break;
         }
-        case 'Q': push(persistent(pop())); break;     // BINPERSID
-        case 'R': {                                   // REDUCE
+        case 'Q':
+          push(persistent(pop()));
+          break;     // BINPERSID
+        case 'R': {  // REDUCE
           VP args = pop(), fn = pop();
           push(reduce(*fn, *args));
           break;
         }
-        case 'b': pop(); break;                       // BUILD: a dict's state (_metadata), ignored
-        case '.': return pop();                       // STOP
-        default: fail("unsupported pickle opcode 0x" + hex(op));
+        case 'b':
+          pop();
+          break;  // BUILD: a dict's state (_metadata), ignored
+        case '.':
+          return pop();  // STOP
+        default:
+          fail("unsupported pickle opcode 0x" + hex(op));
       }
     }
   }
@@ -294,8 +341,8 @@ class Unpickler {
 }  // namespace
 
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::string& pkl,
-                                                                     const StorageReader& storage,
-                                                                     const std::string& source) {
+                                                                    const StorageReader& storage,
+                                                                    const std::string& source) {
   VP root = Unpickler(pkl, storage, source).run();
   if (root->kind != Val::kDict) throw Error(source + " does not hold a dict of name -> tensor (a state dict)");
   std::vector<std::pair<std::string, at::Tensor>> out;

@@ -24,7 +24,7 @@ using StorageReader = std::function<size_t(const std::string& key, void* dst, si
 // Throws hpctrain::Error "<source>: ..." on anything outside the subset (unknown opcode or
 // global, a value that is not a tensor, storage bounds).
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::string& pkl,
-                                                                     const StorageReader& storage,
-                                                                     const std::string& source);
+                                                                    const StorageReader& storage,
+                                                                    const std::string& source);
 
 }  // namespace hpctrain::ckpt

@@ -21,9 +21,9 @@ CheckpointState read_impl(const std::string& path, c10::Device device) {
   if (format) {
     st = format->read(path);
   } else {
-    Manifest m = verify_checkpoint(
-        resolve_checkpoint_path(path),
-        [&](const TensorEntry& e, at::Tensor t) { st.tensors.emplace_back(e.name, std::move(t)); });
+    Manifest m = verify_checkpoint(resolve_checkpoint_path(path), [&](const TensorEntry& e, at::Tensor t) {
+      st.tensors.emplace_back(e.name, std::move(t));
+    });
     st.meta = m.meta;
     st.meta["step"] = m.step;
     st.meta["world_size"] = m.world_size;

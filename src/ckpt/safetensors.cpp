@@ -47,8 +47,8 @@ void write_safetensors(const std::string& path, const nlohmann::json& meta, cons
   uint64_t off = 0;
   for (const auto& [name, t] : model) {
     TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "safetensors tensors must be contiguous on CPU");
-    header[name] = {{"dtype", st_dtype(t.scalar_type())}, {"shape", t.sizes().vec()},
-                    {"data_offsets", {off, off + t.nbytes()}}};
+    header[name] = {
+        {"dtype", st_dtype(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {off, off + t.nbytes()}}};
     off += t.nbytes();
   }
   header["__metadata__"] = {{"format", "pt"}, {"hpctrain_meta", meta.dump()}};
@@ -116,9 +116,8 @@ CheckpointState read_safetensors(const std::string& path) {
     }
     at::Tensor t = at::empty(shape, at::TensorOptions(dt));
     if (end < begin || end > data_size || end - begin != t.nbytes())
-      throw bad("tensor " + printable(name) + ": data_offsets [" + std::to_string(begin) + ", " +
-                std::to_string(end) + "] do not fit its shape or the " + std::to_string(data_size) +
-                " data bytes (truncated?)");
+      throw bad("tensor " + printable(name) + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                "] do not fit its shape or the " + std::to_string(data_size) + " data bytes (truncated?)");
     in.seekg(static_cast<std::streamoff>(8 + n + begin));
     if (t.nbytes() && !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes())))
       throw bad("tensor " + printable(name) + ": read failed");

@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ckpt/pickle_reader.h"
 #include "ckpt/merged_file.h"
+#include "ckpt/pickle_reader.h"
 #include "ckpt/torchscript_archive.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
@@ -25,15 +25,24 @@ constexpr const char* kMetaRecord = "hpctrain_meta.json";
 // torch.<Name>Storage for a dtype: what torch.save pickles as the storage's type.
 const char* storage_type(at::ScalarType st) {
   switch (st) {
-    case at::kFloat: return "FloatStorage";
-    case at::kDouble: return "DoubleStorage";
-    case at::kHalf: return "HalfStorage";
-    case at::kBFloat16: return "BFloat16Storage";
-    case at::kInt: return "IntStorage";
-    case at::kLong: return "LongStorage";
-    case at::kByte: return "ByteStorage";
-    case at::kBool: return "BoolStorage";
-    default: throw Error(std::string("state dict: unsupported dtype ") + c10::toString(st));
+    case at::kFloat:
+      return "FloatStorage";
+    case at::kDouble:
+      return "DoubleStorage";
+    case at::kHalf:
+      return "HalfStorage";
+    case at::kBFloat16:
+      return "BFloat16Storage";
+    case at::kInt:
+      return "IntStorage";
+    case at::kLong:
+      return "LongStorage";
+    case at::kByte:
+      return "ByteStorage";
+    case at::kBool:
+      return "BoolStorage";
+    default:
+      throw Error(std::string("state dict: unsupported dtype ") + c10::toString(st));
   }
 }
 
@@ -106,11 +115,11 @@ std::string state_dict_pickle(const NamedTensors& model) {
     p.str("cpu");
     p.integer(t.numel());
     p.op('t');
-    p.op('Q');  // BINPERSID
+    p.op('Q');     // BINPERSID
     p.integer(0);  // storage offset
     p.int_tuple(t.sizes());
     p.int_tuple(t.strides());
-    p.op('\x89');  // requires_grad = False
+    p.op('\x89');            // requires_grad = False
     p.empty_ordered_dict();  // backward hooks
     p.op('t');
     p.op('R');
@@ -174,8 +183,8 @@ CheckpointState read_pt_file(const std::string& path) {
     if (zip.hasRecord("constants.pkl")) return read_torchscript(path);  // a TorchScript module
     if (zip.hasRecord(kMetaRecord)) {
       auto [data, n] = zip.getRecord(kMetaRecord);
-      stored = nlohmann::json::parse(static_cast<const char*>(data.get()),
-                                     static_cast<const char*>(data.get()) + n, nullptr, false);
+      stored = nlohmann::json::parse(static_cast<const char*>(data.get()), static_cast<const char*>(data.get()) + n,
+                                     nullptr, false);
       if (stored.is_discarded()) throw Error(path + ": record " + kMetaRecord + " is not JSON");
     }
     auto [pkl_data, pkl_size] = zip.getRecord("data.pkl");

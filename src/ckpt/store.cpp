@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <set>
 
+#include "ckpt/checksum.h"
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_image.h"
-#include "ckpt/checksum.h"
 #include "io/h5_tensor.h"
 #include "runtime/check.h"
 
@@ -73,8 +73,8 @@ Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_siz
   for (int i = 0; i < count; ++i) m.shards.push_back({shard_file_name(i, count), -1, ""});
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const at::Tensor& t = state.tensors[i].second;
-    m.tensors.push_back({state.tensors[i].first, shard[i], h5::stored_dtype_name(t.scalar_type()),
-                         t.sizes().vec(), sizes[i], ""});
+    m.tensors.push_back(
+        {state.tensors[i].first, shard[i], h5::stored_dtype_name(t.scalar_type()), t.sizes().vec(), sizes[i], ""});
   }
   return m;
 }
@@ -84,12 +84,10 @@ void fill_missing_checksums(Manifest& m, const NamedTensors& host) {
     if (m.tensors[i].xxh3.empty()) m.tensors[i].xxh3 = checksum(host[i].second);
 }
 
-std::string tmp_dir_for(const std::string& dir, int64_t step) {
-  return dir + "/" + step_dir_name(step) + ".tmp";
-}
+std::string tmp_dir_for(const std::string& dir, int64_t step) { return dir + "/" + step_dir_name(step) + ".tmp"; }
 
-void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& host,
-                  int writer, int nwriters, bool compress, bool sync) {
+void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& host, int writer, int nwriters,
+                  bool compress, bool sync) {
   std::error_code ec;
   fs::create_directories(tmp_dir, ec);
   if (ec) throw Error("cannot create " + tmp_dir + ": " + ec.message());
@@ -153,8 +151,7 @@ void commit(const std::string& dir, const Manifest& m, int keep, bool shards_syn
   prune(dir, keep);
 }
 
-void write_checkpoint_sync(const CheckpointOptions& opts, int64_t step, const CheckpointState& state,
-                           int world_size) {
+void write_checkpoint_sync(const CheckpointOptions& opts, int64_t step, const CheckpointState& state, int world_size) {
   NamedTensors host = snapshot_to_host(state.tensors, /*copy_cpu=*/false);
   Manifest m = plan_manifest(step, state, world_size, opts.shard_mb);
   write_shards(tmp_dir_for(opts.dir, step), m, host, 0, 1, opts.compress, /*sync=*/false);

@@ -35,8 +35,8 @@ Manifest plan_manifest(int64_t step, const CheckpointState& state, int world_siz
 // size and whole-file xxh3, and the offset and xxh3 of each of its tensors. With `sync` each is
 // fsynced (once all are written); without, commit() fsyncs them. Shard files are never left
 // half-named: the directory is what is atomic.
-void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& host,
-                  int writer, int nwriters, bool compress, bool sync);
+void write_shards(const std::string& tmp_dir, Manifest& m, const NamedTensors& host, int writer, int nwriters,
+                  bool compress, bool sync);
 
 // Fills the xxh3 of every tensor that has none yet from the host tensors (same order as the
 // manifest): rank 0's own copy of the tensors other ranks wrote (all_writers).

@@ -89,7 +89,8 @@ CheckpointState read_torchscript(const std::string& path) {
     collect(in, "", st);
     c10::IValue meta;
     if (!in.try_read(kMetaKey, meta) || !meta.isString())
-      throw Error(path + " has no " + kMetaKey + " attribute (not written by `hpctrain ckpt merge --format torchscript`)");
+      throw Error(path + " has no " + kMetaKey +
+                  " attribute (not written by `hpctrain ckpt merge --format torchscript`)");
     stored = nlohmann::json::parse(meta.toStringRef(), nullptr, false);
     if (stored.is_discarded()) throw Error(path + ": attribute " + kMetaKey + " is not JSON");
   } catch (const c10::Error& e) {

@@ -34,8 +34,8 @@ void check_shard_file(const std::string& path, const Manifest& m, size_t s) {
   if (e.xxh3.empty()) return;  // format version 1: per-tensor checksums only
   int64_t size = static_cast<int64_t>(fs::file_size(path));
   if (size != e.bytes)
-    throw Error(path + ": file is " + std::to_string(size) + " bytes, the manifest says " +
-                std::to_string(e.bytes) + " (truncated, or replaced by another file)");
+    throw Error(path + ": file is " + std::to_string(size) + " bytes, the manifest says " + std::to_string(e.bytes) +
+                " (truncated, or replaced by another file)");
   FileDigest d = digest_file(path);
   if (d.xxh3 == e.xxh3) return;
   std::string what = path + ": file checksum mismatch (file " + d.xxh3 + ", manifest " + e.xxh3 + ")";
@@ -49,8 +49,7 @@ void check_shard_file(const std::string& path, const Manifest& m, size_t s) {
 }
 
 // verify_checkpoint less the escaping of its error line.
-Manifest verify_impl(const std::string& step_dir,
-                     const std::function<void(const TensorEntry&, at::Tensor)>& visit);
+Manifest verify_impl(const std::string& step_dir, const std::function<void(const TensorEntry&, at::Tensor)>& visit);
 
 }  // namespace
 
@@ -63,13 +62,11 @@ Manifest verify_checkpoint(const std::string& step_dir,
   }
 }
 
-Manifest verify_impl(const std::string& step_dir,
-                     const std::function<void(const TensorEntry&, at::Tensor)>& visit) {
+Manifest verify_impl(const std::string& step_dir, const std::function<void(const TensorEntry&, at::Tensor)>& visit) {
   Manifest m = read_manifest(step_dir);
   for (size_t s = 0; s < m.shards.size(); ++s) {
     std::string path = step_dir + "/" + m.shards[s].file;
-    if (!fs::exists(path))
-      throw Error("checkpoint " + step_dir + ": shard file " + m.shards[s].file + " is missing");
+    if (!fs::exists(path)) throw Error("checkpoint " + step_dir + ": shard file " + m.shards[s].file + " is missing");
     check_shard_file(path, m, s);
     h5::Handle file = h5::open_h5(path);
     std::set<std::string> expected;
@@ -86,12 +83,11 @@ Manifest verify_impl(const std::string& step_dir,
       if (dt != e.dtype)
         throw Error(path + ": tensor " + e.name + " has dtype " + dt + ", manifest says " + printable(e.dtype));
       if (t.sizes().vec() != e.shape)
-        throw Error(path + ": tensor " + e.name + " has shape " + c10::str(t.sizes()) +
-                    ", manifest says " + c10::str(c10::IntArrayRef(e.shape)));
+        throw Error(path + ": tensor " + e.name + " has shape " + c10::str(t.sizes()) + ", manifest says " +
+                    c10::str(c10::IntArrayRef(e.shape)));
       std::string sum = checksum(t);
       if (sum != e.xxh3)
-        throw Error(path + ": tensor " + e.name + ": checksum mismatch (data " + sum +
-                    ", manifest " + e.xxh3 + ")");
+        throw Error(path + ": tensor " + e.name + ": checksum mismatch (data " + sum + ", manifest " + e.xxh3 + ")");
       if (visit) visit(e, std::move(t));
     }
     for (const auto& name : h5::list_datasets(file.get()))

@@ -14,8 +14,8 @@
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/dir_ops.h"
 #include "ckpt/checksum.h"
+#include "ckpt/dir_ops.h"
 #include "ckpt/store.h"
 #include "comm/communicator.h"
 #include "comm/small_collectives.h"
@@ -33,13 +33,13 @@ struct CheckpointWriter::Job {
   ckpt::NamedTensors source, reuse;
   std::mutex mu;
   std::condition_variable taken_cv;
-  bool taken = true;                // under mu: `source` has been copied (or failed to)
-  bool writes = false;              // this rank writes shards
-  bool commits_in_thread = false;   // rank 0 without all_writers: commit right after its shards
-  bool committed = false;           // all_writers: set on rank 0 by the main thread
+  bool taken = true;               // under mu: `source` has been copied (or failed to)
+  bool writes = false;             // this rank writes shards
+  bool commits_in_thread = false;  // rank 0 without all_writers: commit right after its shards
+  bool committed = false;          // all_writers: set on rank 0 by the main thread
   std::atomic<bool> done{false};
-  std::string error;                // set by the thread before `done`
-  CheckpointStats stats;            // write_s is set by the thread before `done`
+  std::string error;      // set by the thread before `done`
+  CheckpointStats stats;  // write_s is set by the thread before `done`
 };
 
 namespace {
@@ -57,8 +57,7 @@ namespace {
 
 // Collective: if any rank has a non-empty `local_error`, throws CollectiveError on every rank
 // with every failing rank's message. `pending` is summed and returned otherwise.
-int64_t agree_on(Communicator& comm, const std::string& local_error, int64_t pending,
-                 const std::string& context) {
+int64_t agree_on(Communicator& comm, const std::string& local_error, int64_t pending, const std::string& context) {
   at::Tensor flags = at::tensor({local_error.empty() ? int64_t{0} : int64_t{1}, pending}, at::kLong);
   comm.allreduce(flags, ReduceOp::kSum, "ckpt.errors")->wait();
   if (flags[0].item<int64_t>() != 0) raise_errors(comm, local_error, context);
@@ -93,7 +92,8 @@ void gather_shard_digests(Communicator& comm, ckpt::Manifest& m) {
 // another plan. One allreduce of (max, -min) of a hash of the plan; a mismatch throws on every rank.
 void check_same_plan(Communicator& comm, const ckpt::Manifest& m, int64_t step) {
   std::string key;
-  for (const auto& t : m.tensors) key += t.name + '\0' + std::to_string(t.nbytes) + '\0' + std::to_string(t.shard) + '\n';
+  for (const auto& t : m.tensors)
+    key += t.name + '\0' + std::to_string(t.nbytes) + '\0' + std::to_string(t.shard) + '\n';
   const auto h = static_cast<int64_t>(XXH3_64bits(key.data(), key.size()));
   at::Tensor t = at::tensor({h, h == INT64_MIN ? INT64_MAX : -h}, at::kLong);
   comm.allreduce(t, ReduceOp::kMax, "ckpt.plan")->wait();
@@ -105,8 +105,7 @@ void check_same_plan(Communicator& comm, const ckpt::Manifest& m, int64_t step) 
 
 }  // namespace
 
-CheckpointWriter::CheckpointWriter(CheckpointOptions opts, Communicator& comm)
-    : opts_(std::move(opts)), comm_(comm) {
+CheckpointWriter::CheckpointWriter(CheckpointOptions opts, Communicator& comm) : opts_(std::move(opts)), comm_(comm) {
   std::string err;
   if (opts_.dir.empty()) throw CollectiveError("checkpoint: no directory given (--ckpt-dir)");
   if (comm_.rank() == 0) {
@@ -114,8 +113,8 @@ CheckpointWriter::CheckpointWriter(CheckpointOptions opts, Communicator& comm)
       std::filesystem::create_directories(opts_.dir);
       int n = ckpt::remove_stale(opts_.dir);
       if (n > 0)
-        std::fprintf(stderr, "hpctrain: removed %d stale temporary checkpoint entr%s in %s\n", n,
-                     n == 1 ? "y" : "ies", opts_.dir.c_str());
+        std::fprintf(stderr, "hpctrain: removed %d stale temporary checkpoint entr%s in %s\n", n, n == 1 ? "y" : "ies",
+                     opts_.dir.c_str());
     } catch (const std::exception& e) {
       err = std::string("cannot prepare ") + opts_.dir + ": " + e.what();
     }
@@ -155,8 +154,8 @@ void CheckpointWriter::run_job(Job& job) {
     std::string tmp = ckpt::tmp_dir_for(opts_.dir, job.manifest.step);
     // all_writers: each rank's shards must be durable before it reports done (rank 0 commits
     // when every rank is); otherwise rank 0's commit fsyncs them with the manifest.
-    ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0,
-                       opts_.all_writers ? n : 1, opts_.compress, /*sync=*/opts_.all_writers);
+    ckpt::write_shards(tmp, job.manifest, job.host, opts_.all_writers ? rank : 0, opts_.all_writers ? n : 1,
+                       opts_.compress, /*sync=*/opts_.all_writers);
     if (rank == 0) ckpt::fill_missing_checksums(job.manifest, job.host);
     if (!opts_.async) job.host.clear();  // sync: aliases of live tensors, nothing to recycle
     if (job.commits_in_thread) ckpt::commit(opts_.dir, job.manifest, opts_.keep, /*shards_synced=*/false);
@@ -170,7 +169,7 @@ void CheckpointWriter::run_job(Job& job) {
 CheckpointWriter::Vote CheckpointWriter::local_vote() {
   Vote v;
   bool done = job_ && job_->done.load(std::memory_order_acquire);  // read once: err and
-  v.error = done ? job_->error : "";                                // pending must agree
+  v.error = done ? job_->error : "";                               // pending must agree
   v.pending = job_ && job_->writes && !done ? 1 : 0;
   v.context = job_ ? "checkpoint " + ckpt::step_dir_name(job_->manifest.step) : "checkpoint";
   return v;
@@ -202,7 +201,7 @@ bool CheckpointWriter::settle(const Vote& mine, int64_t errors, int64_t all_pend
       }
     }
     job_->committed = true;
-    *agreed_clean = false;  // the commit's outcome is not agreed yet
+    *agreed_clean = false;      // the commit's outcome is not agreed yet
     if (wait_all) return true;  // agree on it now (otherwise at the next boundary)
   }
   return wait_all && all_pending != 0;
@@ -243,7 +242,7 @@ void CheckpointWriter::retire_job() {
   wait_local();
   completed_.push_back(job_->stats);
   spare_ = std::move(job_->host.empty() ? job_->reuse : job_->host);  // the next snapshot copies
-                                                                    // into these (no fresh pages)
+                                                                      // into these (no fresh pages)
   job_.reset();
 }
 

@@ -15,16 +15,14 @@ namespace {
 constexpr const char* kPrefix = "optim/zero/r";
 
 // The slots of rank shards present in `st`: slot -> rank -> tensor.
-std::map<std::string, std::map<int, at::Tensor>> rank_shards(const CheckpointState& st,
-                                                             const std::string& source) {
+std::map<std::string, std::map<int, at::Tensor>> rank_shards(const CheckpointState& st, const std::string& source) {
   std::map<std::string, std::map<int, at::Tensor>> out;
   const std::string prefix = kPrefix;
   for (const auto& [name, t] : st.tensors) {
     if (name.rfind(prefix, 0) != 0) continue;
     size_t dot = name.find('.', prefix.size());
     std::string digits = name.substr(prefix.size(), dot == std::string::npos ? dot : dot - prefix.size());
-    if (dot == std::string::npos || digits.empty() ||
-        digits.find_first_not_of("0123456789") != std::string::npos)
+    if (dot == std::string::npos || digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
       throw Error(source + ": unexpected sharded optimizer tensor " + name);
     out[name.substr(dot + 1)][std::stoi(digits)] = t;
   }
@@ -43,9 +41,7 @@ std::string zero_shard_name(int rank, const std::string& slot) {
   return std::string(kPrefix) + std::to_string(rank) + "." + slot;
 }
 
-bool has_sharded_optimizer_state(const CheckpointState& st) {
-  return st.meta.is_object() && st.meta.contains("zero");
-}
+bool has_sharded_optimizer_state(const CheckpointState& st) { return st.meta.is_object() && st.meta.contains("zero"); }
 
 void unshard_optimizer_state(CheckpointState& st, const std::string& source) {
   if (!has_sharded_optimizer_state(st)) return;
@@ -53,8 +49,8 @@ void unshard_optimizer_state(CheckpointState& st, const std::string& source) {
   const int64_t shard = z.shard_numel();
   auto shards = rank_shards(st, source);
   auto disagree = [&](const std::string& why) {
-    return Error(source + ": the ZeRO partition record (" + std::to_string(z.world_size) +
-                 " ranks x " + std::to_string(shard) + " elements) disagrees with its shards: " + why);
+    return Error(source + ": the ZeRO partition record (" + std::to_string(z.world_size) + " ranks x " +
+                 std::to_string(shard) + " elements) disagrees with its shards: " + why);
   };
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& [slot, by_rank] : shards) {
@@ -66,17 +62,15 @@ void unshard_optimizer_state(CheckpointState& st, const std::string& source) {
     for (size_t b = 0; b < z.buckets.size(); ++b) {
       const ZeroBucket& bk = z.buckets[b];
       std::vector<at::Tensor> blocks;
-      for (const auto& [r, t] : by_rank)
-        blocks.push_back(t.reshape({-1}).narrow(0, z.shard_offset(b), bk.block));
+      for (const auto& [r, t] : by_rank) blocks.push_back(t.reshape({-1}).narrow(0, z.shard_offset(b), bk.block));
       at::Tensor bucket = at::cat(blocks);  // the padded bucket, rank 0's block first
       for (const ZeroSlot& p : bk.params) {
         const at::Tensor* m = find_tensor(st, "model/" + p.name);
         if (!m) throw disagree("parameter " + p.name + " is not in the checkpoint's model");
         if (m->numel() != p.numel)
-          throw disagree("parameter " + p.name + " has " + std::to_string(m->numel()) +
-                         " elements, the record says " + std::to_string(p.numel));
-        out.emplace_back("optim/" + p.name + "." + slot,
-                         bucket.narrow(0, p.offset, p.numel).view(m->sizes()).clone());
+          throw disagree("parameter " + p.name + " has " + std::to_string(m->numel()) + " elements, the record says " +
+                         std::to_string(p.numel));
+        out.emplace_back("optim/" + p.name + "." + slot, bucket.narrow(0, p.offset, p.numel).view(m->sizes()).clone());
       }
     }
   }
@@ -92,8 +86,7 @@ void unshard_optimizer_state(CheckpointState& st, const std::string& source) {
   st.meta.erase("zero");
 }
 
-std::map<std::string, at::Tensor> shard_optimizer_state(const CheckpointState& st,
-                                                        const ZeroPartition& z, int rank,
+std::map<std::string, at::Tensor> shard_optimizer_state(const CheckpointState& st, const ZeroPartition& z, int rank,
                                                         const std::string& source) {
   std::map<std::string, std::map<std::string, at::Tensor>> by_slot;  // slot -> param -> tensor
   std::set<std::string> names;
@@ -110,8 +103,8 @@ std::map<std::string, at::Tensor> shard_optimizer_state(const CheckpointState& s
   std::map<std::string, at::Tensor> out;
   for (const auto& [slot, params] : by_slot) {
     if (params.size() != names.size())
-      throw Error(source + ": optimizer slot " + slot + " is saved for " + std::to_string(params.size()) +
-                  " of " + std::to_string(names.size()) + " parameters");
+      throw Error(source + ": optimizer slot " + slot + " is saved for " + std::to_string(params.size()) + " of " +
+                  std::to_string(names.size()) + " parameters");
     std::vector<at::Tensor> blocks;
     for (const auto& bk : z.buckets) {
       at::Tensor first = params.begin()->second;

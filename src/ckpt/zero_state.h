@@ -33,8 +33,7 @@ void unshard_optimizer_state(CheckpointState& st, const std::string& source);
 // The inverse for one rank: from per-parameter entries optim/<param>.<slot> of `st`, this
 // rank's flat shard of each slot under `partition` (padding zero). Slots absent for every
 // parameter are absent from the result; a slot present for some parameters only is an error.
-std::map<std::string, at::Tensor> shard_optimizer_state(const CheckpointState& st,
-                                                        const ZeroPartition& partition, int rank,
-                                                        const std::string& source);
+std::map<std::string, at::Tensor> shard_optimizer_state(const CheckpointState& st, const ZeroPartition& partition,
+                                                        int rank, const std::string& source);
 
 }  // namespace hpctrain

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "diag/bench.h"
 #include "comm/mpi/mpi_communicator.h"
+#include "diag/bench.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
 
@@ -23,10 +23,15 @@ int bench(World& w, const std::string& op, const BenchArgs& a) {
   MpiCommunicator comm(w.mpi_comm());
   for (const auto& r : bench_collective(comm, op, a.min_bytes, a.max_bytes, a.iters)) {
     if (w.rank() != 0) continue;
-    nlohmann::json j = {{"op", op}, {"world_size", w.size()},       {"bytes", r.bytes},
-                        {"iters", r.iters},             {"time_us", r.time_us},
-                        {"algbw_GBps", r.algbw_GBps},   {"busbw_GBps", r.busbw_GBps},
-                        {"mpi_time_us", r.mpi_time_us}, {"mpi_algbw_GBps", r.mpi_algbw_GBps},
+    nlohmann::json j = {{"op", op},
+                        {"world_size", w.size()},
+                        {"bytes", r.bytes},
+                        {"iters", r.iters},
+                        {"time_us", r.time_us},
+                        {"algbw_GBps", r.algbw_GBps},
+                        {"busbw_GBps", r.busbw_GBps},
+                        {"mpi_time_us", r.mpi_time_us},
+                        {"mpi_algbw_GBps", r.mpi_algbw_GBps},
                         {"mpi_busbw_GBps", r.mpi_busbw_GBps},
                         {"busbw_ratio", r.mpi_busbw_GBps > 0 ? r.busbw_GBps / r.mpi_busbw_GBps : 0}};
     std::printf("%s\n", j.dump().c_str());

@@ -13,12 +13,11 @@ namespace {
 int run(World& w, const LoaderBenchOptions& a) {
   LoaderBenchResult r = bench_loader(w.mpi_comm(), a);
   if (w.rank() == 0) {
-    nlohmann::json j = {{"world_size", w.size()},   {"batch_size", a.batch_size},
-                        {"prefetch", a.prefetch},   {"augment", a.augment},
-                        {"compute_ms", a.compute_ms},
-                        {"batches", r.batches},     {"samples", r.samples},
-                        {"wall_s", r.wall_s},       {"samples_per_s", r.samples_per_s()},
-                        {"data_wait_s", r.data_wait_s}};
+    nlohmann::json j = {
+        {"world_size", w.size()},      {"batch_size", a.batch_size}, {"prefetch", a.prefetch},
+        {"augment", a.augment},        {"compute_ms", a.compute_ms}, {"batches", r.batches},
+        {"samples", r.samples},        {"wall_s", r.wall_s},         {"samples_per_s", r.samples_per_s()},
+        {"data_wait_s", r.data_wait_s}};
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;
@@ -37,9 +36,12 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option_function<std::string>(
          "--augment",
          [args](const std::string& v) {
-           if (v.empty() || v == "true" || v == "1") args->augment = true;
-           else if (v == "false" || v == "0") args->augment = false;
-           else throw CLI::ValidationError("--augment", "expects true or false, got \"" + v + "\"");
+           if (v.empty() || v == "true" || v == "1")
+             args->augment = true;
+           else if (v == "false" || v == "0")
+             args->augment = false;
+           else
+             throw CLI::ValidationError("--augment", "expects true or false, got \"" + v + "\"");
          },
          "random crop + flip (alone: true)")
       ->expected(0, 1)

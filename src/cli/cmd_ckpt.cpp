@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <functional>
 
-#include "cli/commands.h"
 #include "ckpt/merge.h"
 #include "ckpt/resolve.h"
 #include "ckpt/verify.h"
+#include "cli/commands.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
@@ -32,8 +32,8 @@ int on_rank0(World& w, const char* what, const std::function<void()>& body) {
 void verify(const std::string& path) {
   std::string dir = ckpt::resolve_checkpoint_path(path);
   int64_t bytes = 0;
-  ckpt::Manifest m = ckpt::verify_checkpoint(
-      dir, [&](const ckpt::TensorEntry& e, const at::Tensor&) { bytes += e.nbytes; });
+  ckpt::Manifest m =
+      ckpt::verify_checkpoint(dir, [&](const ckpt::TensorEntry& e, const at::Tensor&) { bytes += e.nbytes; });
   std::printf("OK %s: step %lld, %zu tensors in %zu shard(s), %lld bytes, file and tensor checksums match\n",
               dir.c_str(), static_cast<long long>(m.step), m.tensors.size(), m.shards.size(),
               static_cast<long long>(bytes));
@@ -54,17 +54,20 @@ void add(CLI::App& root, Action& chosen) {
 
   auto* ver = c->add_subcommand("verify", "re-read every tensor and check checksums, shapes, completeness");
   ver->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
-  ver->callback([&chosen, path] {
-    chosen = [path](World& w) { return on_rank0(w, "verify", [&] { verify(*path); }); };
-  });
+  ver->callback(
+      [&chosen, path] { chosen = [path](World& w) { return on_rank0(w, "verify", [&] { verify(*path); }); }; });
 
-  auto* mrg = c->add_subcommand("merge", "one file from a sharded checkpoint: .h5, .pt (PyTorch state dict), .safetensors");
+  auto* mrg =
+      c->add_subcommand("merge", "one file from a sharded checkpoint: .h5, .pt (PyTorch state dict), .safetensors");
   auto out = std::make_shared<std::string>();
   auto opts = std::make_shared<ckpt::MergeOptions>();
   mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
-  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")->required()->type_name("FILE");
+  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")
+      ->required()
+      ->type_name("FILE");
   mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (.h5 only); a switch");
-  mrg->add_option("--dtype", opts->dtype, "cast floating tensors (others are kept, and listed); default: keep their dtypes")
+  mrg->add_option("--dtype", opts->dtype,
+                  "cast floating tensors (others are kept, and listed); default: keep their dtypes")
       ->check(CLI::IsMember({"fp16", "bf16"}))
       ->type_name("{fp16,bf16}");
   mrg->add_option("--format", opts->format,
@@ -79,7 +82,9 @@ void add(CLI::App& root, Action& chosen) {
         if (!r.kept.empty()) {
           std::string list;
           for (const auto& k : r.kept) list += (list.empty() ? "" : ", ") + k;
-          std::fprintf(stderr, "hpctrain: warning: ckpt merge --dtype %s: %zu tensor(s) are not floating point and were kept as they are: %s\n",
+          std::fprintf(stderr,
+                       "hpctrain: warning: ckpt merge --dtype %s: %zu tensor(s) are not floating point and were kept "
+                       "as they are: %s\n",
                        opts->dtype.c_str(), r.kept.size(), list.c_str());
         }
         std::printf("wrote %s (%s, %zu tensors)\n", out->c_str(), r.format.c_str(), r.tensors);

@@ -54,8 +54,8 @@ void add(CLI::App& root, Action& chosen) {
     chosen = [sout, spec](World& w) {
       return on_rank0(w, [&] {
         write_synthetic(*sout, *spec);
-        return "wrote " + *sout + "/train.h5 (" + std::to_string(spec->train_size) + ") and " + *sout +
-               "/test.h5 (" + std::to_string(spec->test_size) + ")";
+        return "wrote " + *sout + "/train.h5 (" + std::to_string(spec->train_size) + ") and " + *sout + "/test.h5 (" +
+               std::to_string(spec->test_size) + ")";
       });
     };
   });

@@ -10,12 +10,12 @@
 
 #include "cli/commands.h"
 #include "comm/nccl/nccl_communicator.h"
+#include "comm/open_run.h"
 #include "comm/small_collectives.h"
 #include "diag/host_pairs.h"
-#include "comm/open_run.h"
 #include "diag/selftest.h"
-#include "runtime/build_id.h"
 #include "io/h5_util.h"
+#include "runtime/build_id.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/versions.h"
@@ -50,7 +50,8 @@ nlohmann::json rank_report(World& w, const DeviceChoice& dev) {
   j["torch"] = versions["libtorch"];
   j["mpi"] = versions["mpi"];
   j["nccl"] = nccl_version_string().empty() ? "-" : nccl_version_string();
-  j["hdf5"] = h5::library_version() + (h5::library_threadsafe() ? " (thread-safe)" : " (not thread-safe; hpctrain serializes its calls)");
+  j["hdf5"] = h5::library_version() +
+              (h5::library_threadsafe() ? " (thread-safe)" : " (not thread-safe; hpctrain serializes its calls)");
   j["blas"] = blas_info();
   j["threads"] = at::get_num_threads();
   j["omp_num_threads"] = env_or("OMP_NUM_THREADS", "unset");
@@ -69,13 +70,12 @@ void print_table(const std::vector<nlohmann::json>& reports, int nodes) {
               r0["torch"].get<std::string>().c_str(), r0["mpi"].get<std::string>().c_str(),
               r0["nccl"].get<std::string>().c_str(), r0["hdf5"].get<std::string>().c_str(),
               r0["blas"].get<std::string>().c_str());
-  std::printf("%-5s %-6s %-20s %-8s %-26s %-8s %-8s %s\n", "rank", "local", "host", "device",
-              "gpu", "mem_gib", "threads", "OMP_NUM_THREADS");
+  std::printf("%-5s %-6s %-20s %-8s %-26s %-8s %-8s %s\n", "rank", "local", "host", "device", "gpu", "mem_gib",
+              "threads", "OMP_NUM_THREADS");
   for (const auto& r : reports) {
-    std::printf("%-5d %-6d %-20s %-8s %-26s %-8.1f %-8d %s\n", r["rank"].get<int>(),
-                r["local_rank"].get<int>(), r["host"].get<std::string>().c_str(),
-                r["device"].get<std::string>().c_str(), r["gpu"].get<std::string>().c_str(),
-                r["gpu_mem_gib"].get<double>(), r["threads"].get<int>(),
+    std::printf("%-5d %-6d %-20s %-8s %-26s %-8.1f %-8d %s\n", r["rank"].get<int>(), r["local_rank"].get<int>(),
+                r["host"].get<std::string>().c_str(), r["device"].get<std::string>().c_str(),
+                r["gpu"].get<std::string>().c_str(), r["gpu_mem_gib"].get<double>(), r["threads"].get<int>(),
                 r["omp_num_threads"].get<std::string>().c_str());
     for (const char* key : {"torch", "mpi", "nccl", "hdf5", "mpi_transport"})
       if (r[key] != r0[key])
@@ -86,8 +86,7 @@ void print_table(const std::vector<nlohmann::json>& reports, int nodes) {
 
 // Per host: its IPv4 interfaces; then the MPI transport settings and, for every pair of hosts,
 // the bandwidth and latency their leaders measured (a slow pair means a wrong interface).
-void print_network(const std::vector<nlohmann::json>& reports,
-                   const std::vector<HostPairBandwidth>& pairs) {
+void print_network(const std::vector<nlohmann::json>& reports, const std::vector<HostPairBandwidth>& pairs) {
   std::printf("network: MPI transport (rank 0): %s\n", reports[0]["mpi_transport"].get<std::string>().c_str());
   std::string last;
   for (const auto& r : reports) {
@@ -98,8 +97,8 @@ void print_network(const std::vector<nlohmann::json>& reports,
   }
   for (const auto& p : pairs)
     std::printf("network: %s <-> %s: %.2f GB/s (%lld-byte ping-pong, ranks %d<->%d), latency %.1f us\n",
-                p.host_a.c_str(), p.host_b.c_str(), p.GBps, static_cast<long long>(p.bytes),
-                p.rank_a, p.rank_b, p.latency_us);
+                p.host_a.c_str(), p.host_b.c_str(), p.GBps, static_cast<long long>(p.bytes), p.rank_a, p.rank_b,
+                p.latency_us);
   if (pairs.empty()) std::printf("network: one host, no host pairs to measure\n");
 }
 
@@ -127,12 +126,11 @@ int doctor(World& w, const std::string& device_spec) {
     for (auto& r : results)
       if (!r.ok) {
         ++bad;
-        std::fprintf(stderr, "hpctrain doctor: rank %d: FAILED %s on %s: %s\n", w.rank(),
-                     r.check.c_str(), d.str().c_str(), r.detail.c_str());
+        std::fprintf(stderr, "hpctrain doctor: rank %d: FAILED %s on %s: %s\n", w.rank(), r.check.c_str(),
+                     d.str().c_str(), r.detail.c_str());
       }
     if (w.rank() == 0)
-      std::printf("self-test on %s: %zu checks, %d failed on rank 0\n", d.str().c_str(),
-                  results.size(), bad);
+      std::printf("self-test on %s: %zu checks, %d failed on rank 0\n", d.str().c_str(), results.size(), bad);
     failed += bad;
   }
   int any = static_cast<int>(sum_over_ranks(comm, failed, "doctor.failed"));

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "runtime/world.h"
 #include "model/model_registry.h"
+#include "runtime/world.h"
 
 namespace hpctrain {
 namespace {

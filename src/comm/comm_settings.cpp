@@ -16,7 +16,7 @@ CommSettings CommSettings::from_env() {
     double t = std::strtod(v, &end);
     if (end == v || *end != '\0')
       throw CollectiveError(std::string("HPCTRAIN_COLLECTIVE_TIMEOUT='") + v +
-                  "' is not a number of seconds (0 turns the watchdog off)");
+                            "' is not a number of seconds (0 turns the watchdog off)");
     s.collective_timeout_s = t;
   }
   if (const char* v = std::getenv("HPCTRAIN_DEBUG_COLLECTIVES"); v && *v) {
@@ -26,8 +26,7 @@ CommSettings CommSettings::from_env() {
     } else if (b == "0" || b == "false" || b == "off" || b == "no") {
       s.debug_collectives = false;
     } else {
-      throw CollectiveError("HPCTRAIN_DEBUG_COLLECTIVES='" + b +
-                            "' is not one of 1/0/true/false/on/off");
+      throw CollectiveError("HPCTRAIN_DEBUG_COLLECTIVES='" + b + "' is not one of 1/0/true/false/on/off");
     }
   }
   return s;

@@ -14,10 +14,14 @@ namespace hpctrain {
 
 const char* to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAvg: return "avg";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
   }
   return "?";
 }
@@ -31,17 +35,15 @@ void check_carriable(const Communicator& c, const at::Tensor& t, const char* wha
   if (!t.is_contiguous()) throw Error(std::string(what) + ": tensor must be contiguous");
 }
 
-void check_flat_collective(const Communicator& c, const at::Tensor& block, const at::Tensor& flat,
-                           const char* what) {
+void check_flat_collective(const Communicator& c, const at::Tensor& block, const at::Tensor& flat, const char* what) {
   check_carriable(c, block, what);
   check_carriable(c, flat, what);
   if (block.scalar_type() != flat.scalar_type())
     throw Error(std::string(what) + ": dtypes differ (" + dtype_name(block.scalar_type()) + " and " +
                 dtype_name(flat.scalar_type()) + ")");
   if (flat.numel() != block.numel() * c.size())
-    throw Error(std::string(what) + ": the flat buffer has " + std::to_string(flat.numel()) +
-                " elements, expected " + std::to_string(c.size()) + " x " +
-                std::to_string(block.numel()));
+    throw Error(std::string(what) + ": the flat buffer has " + std::to_string(flat.numel()) + " elements, expected " +
+                std::to_string(c.size()) + " x " + std::to_string(block.numel()));
 }
 
 bool is_own_block(const at::Tensor& block, const at::Tensor& flat, int rank) {
@@ -59,8 +61,7 @@ struct CompletedWork final : Work {
 
 // Fallbacks over allreduce / broadcast: the whole buffer is reduced (or assembled from zeros) and the
 // caller's block taken. Backends override both with the native collective.
-WorkHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                                        std::string tag) {
+WorkHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag) {
   check_flat_collective(*this, output, input, "reduce_scatter");
   allreduce(input, op, std::move(tag))->wait();
   output.copy_(input.view({-1}).narrow(0, rank() * output.numel(), output.numel()).view(output.sizes()));

@@ -66,8 +66,7 @@ class Communicator {
   // Reduces `input` (numel = size() x output.numel(), contiguous) over ranks and leaves block
   // rank() of the result in `output` (same dtype, must not overlap `input`). Dtype rules as
   // for allreduce (float16/bfloat16 reduced in float32 on MPI). `input` is left unspecified.
-  virtual WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                                    std::string tag = {});
+  virtual WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag = {});
   // Gathers every rank's `input` into `output` (numel = size() x input.numel(), same dtype, any
   // dtype): block r of `output` receives rank r's input. `input` may be block rank() of
   // `output` itself (in place, no copy).
@@ -79,8 +78,7 @@ void check_carriable(const Communicator& c, const at::Tensor& t, const char* wha
 
 // Checks the shapes of a reduce_scatter / allgather_into (`block` is the per-rank tensor, `flat`
 // the size() x block one); throws hpctrain::Error naming `what` and both sizes otherwise.
-void check_flat_collective(const Communicator& c, const at::Tensor& block, const at::Tensor& flat,
-                           const char* what);
+void check_flat_collective(const Communicator& c, const at::Tensor& block, const at::Tensor& flat, const char* what);
 // True when `block` is exactly block `rank` of `flat` (an in-place allgather_into).
 bool is_own_block(const at::Tensor& block, const at::Tensor& flat, int rank);
 

@@ -51,8 +51,8 @@ std::string describe(const Fingerprint& f) {
 }
 
 bool same_collective(const Fingerprint& a, const Fingerprint& b) {
-  bool same = a.seq == b.seq && field(a.op) == field(b.op) && field(a.dtype) == field(b.dtype) &&
-              field(a.tag) == field(b.tag);
+  bool same =
+      a.seq == b.seq && field(a.op) == field(b.op) && field(a.dtype) == field(b.dtype) && field(a.tag) == field(b.tag);
   if (field(a.op) != "allgather") same = same && a.numel == b.numel;
   return same;
 }
@@ -78,8 +78,7 @@ void check_fingerprints(MPI_Comm comm, const OpInfo& info) {
   HPC_MPI_CHECK(MPI_Comm_size(comm, &size));
   Fingerprint mine = make_fingerprint(info);
   std::vector<Fingerprint> all(size);
-  HPC_MPI_CHECK(MPI_Allgather(&mine, sizeof(Fingerprint), MPI_BYTE, all.data(),
-                              sizeof(Fingerprint), MPI_BYTE, comm));
+  HPC_MPI_CHECK(MPI_Allgather(&mine, sizeof(Fingerprint), MPI_BYTE, all.data(), sizeof(Fingerprint), MPI_BYTE, comm));
   if (auto msg = describe_desync(all)) throw CollectiveError(*msg);
 }
 

@@ -1,8 +1,8 @@
 // DeviceRouter: each operation goes to the backend of its tensors' device type (MPI for CPU,
 // NCCL for CUDA); barrier and link probes always go over MPI. The shared Watchdog (when the
 // timeout is > 0) is made here, before both backends.
-#include "comm/nccl/nccl_communicator.h"
 #include "comm/router.h"
+#include "comm/nccl/nccl_communicator.h"
 
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/watchdog.h"
@@ -11,9 +11,8 @@
 namespace hpctrain {
 
 DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device, CommSettings settings)
-    : watchdog_(settings.collective_timeout_s > 0
-                    ? std::make_shared<Watchdog>(parent, settings.collective_timeout_s)
-                    : nullptr),
+    : watchdog_(settings.collective_timeout_s > 0 ? std::make_shared<Watchdog>(parent, settings.collective_timeout_s)
+                                                  : nullptr),
       mpi_(std::make_unique<MpiCommunicator>(parent, settings, watchdog_)) {
   // CUDA builds: comm/nccl/; others: comm/nccl/nccl_nocuda.cpp (refuses, naming why).
   if (cuda_device >= 0) nccl_ = make_nccl_communicator(parent, cuda_device, settings, watchdog_);
@@ -23,9 +22,7 @@ DeviceRouter::~DeviceRouter() = default;
 
 int DeviceRouter::rank() const { return mpi_->rank(); }
 int DeviceRouter::size() const { return mpi_->size(); }
-c10::DeviceType DeviceRouter::device_type() const {
-  return nccl_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
-}
+c10::DeviceType DeviceRouter::device_type() const { return nccl_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU; }
 std::string DeviceRouter::name() const { return nccl_ ? "nccl+mpi" : "mpi"; }
 
 bool DeviceRouter::has_backend(c10::DeviceType type) const {
@@ -36,8 +33,7 @@ Communicator& DeviceRouter::backend(c10::DeviceType type) {
   if (type == c10::DeviceType::CPU) return *mpi_;
   if (type == c10::DeviceType::CUDA && nccl_) return *nccl_;
   throw Error(std::string("no communicator carries ") + c10::DeviceTypeName(type, true) +
-              " tensors in this run (the run's device is " +
-              c10::DeviceTypeName(device_type(), true) + ")");
+              " tensors in this run (the run's device is " + c10::DeviceTypeName(device_type(), true) + ")");
 }
 
 WorkHandle DeviceRouter::allreduce(at::Tensor t, ReduceOp op, std::string tag) {
@@ -50,8 +46,7 @@ WorkHandle DeviceRouter::allreduce(std::vector<at::Tensor> ts, ReduceOp op, std:
   for (auto& t : ts) {
     if (!t.defined()) throw Error("allreduce: undefined tensor in list");
     if (t.device() != ts[0].device())
-      throw Error("allreduce: one operation mixes tensors on " + ts[0].device().str() + " and " +
-                  t.device().str());
+      throw Error("allreduce: one operation mixes tensors on " + ts[0].device().str() + " and " + t.device().str());
   }
   auto type = ts[0].device().type();
   return backend(type).allreduce(std::move(ts), op, std::move(tag));
@@ -76,8 +71,7 @@ Communicator& DeviceRouter::flat_backend(const at::Tensor& a, const at::Tensor& 
   return backend(a.device().type());
 }
 
-WorkHandle DeviceRouter::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                                        std::string tag) {
+WorkHandle DeviceRouter::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag) {
   Communicator& c = flat_backend(input, output, "reduce_scatter");
   return c.reduce_scatter(std::move(input), std::move(output), op, std::move(tag));
 }

@@ -34,8 +34,7 @@ class DeviceRouter final : public Communicator, public LinkProber, public StepRe
   WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
   WorkHandle barrier(std::string tag = {}) override;
-  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                            std::string tag = {}) override;
+  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag = {}) override;
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
   bool can_probe_links() const override;
   // Over MPI (host memory), whichever backend carries the tensors.

@@ -28,8 +28,7 @@ class LinkProber {
   // peers pass -1, -1). *seconds (written before the work completes): the fastest round, from
   // its start until `to`'s acknowledgement arrived; 0 without `to`. Not counted as collective
   // wait (comm/wait_meter.h).
-  virtual WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds,
-                                std::string tag = {}) = 0;
+  virtual WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) = 0;
 };
 
 class StepReporter {

@@ -30,6 +30,7 @@ class CollectiveWaitMeter {
   void add(double seconds);
   double total_s() const { return static_cast<double>(ns_.load(std::memory_order_relaxed)) * 1e-9; }
   uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+
  private:
   std::atomic<bool> on_{false};
   std::atomic<uint64_t> ns_{0}, count_{0};

@@ -101,8 +101,8 @@ Watchdog::~Watchdog() {
 
 WatchdogLane& Watchdog::add_lane(const std::string& name) {
   std::lock_guard<std::mutex> lk(lanes_mu_);
-  if (lanes_.size() >= kMaxLanes) throw Error("watchdog: more than " + std::to_string(kMaxLanes) +
-                                              " lanes (adding '" + name + "')");
+  if (lanes_.size() >= kMaxLanes)
+    throw Error("watchdog: more than " + std::to_string(kMaxLanes) + " lanes (adding '" + name + "')");
   int index = static_cast<int>(lanes_.size());
   lanes_.push_back(std::unique_ptr<WatchdogLane>(new WatchdogLane(index, name, &step_)));
   return *lanes_.back();
@@ -140,8 +140,7 @@ void Watchdog::serve() {
     }
     auto buf = std::make_unique<PeerStatus>(own_status());
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Isend(buf.get(), sizeof(PeerStatus), MPI_BYTE, src, kReplyTagBase + request_[1], comm_,
-              &req);
+    MPI_Isend(buf.get(), sizeof(PeerStatus), MPI_BYTE, src, kReplyTagBase + request_[1], comm_, &req);
     replies_.emplace_back(std::move(buf), req);
     post_request_recv();
   }
@@ -233,8 +232,7 @@ void Watchdog::on_overdue(const OverdueOp& op) {
   report_and_abort(op, peers);
 }
 
-void Watchdog::report_and_abort(const OverdueOp& op,
-                                const std::vector<std::optional<PeerStatus>>& peers) {
+void Watchdog::report_and_abort(const OverdueOp& op, const std::vector<std::optional<PeerStatus>>& peers) {
   OverdueOp o = op;
   o.deadline_s = timeout_s_;
   std::string line = "hpctrain: " + format_timeout_report(rank_, o, peers) + "\n";

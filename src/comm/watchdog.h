@@ -98,8 +98,7 @@ class Watchdog {
   void serve();  // answers pending status requests (any thread; serialized by serve_mu_)
   void post_request_recv();
   void on_overdue(const OverdueOp& op);
-  [[noreturn]] void report_and_abort(const OverdueOp& op,
-                                     const std::vector<std::optional<PeerStatus>>& peers);
+  [[noreturn]] void report_and_abort(const OverdueOp& op, const std::vector<std::optional<PeerStatus>>& peers);
 
   const double timeout_s_;
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -51,11 +51,10 @@ std::string format_timeout_report(int rank, const OverdueOp& op,
   if (op.step >= 0) s += " at step " + std::to_string(op.step);
   s += " timed out after " + seconds(op.deadline_s);
   s += "; ranks that reached it: " + (reached.empty() ? std::string("none") : join(reached, ","));
-  if (!elsewhere.empty()) s += "; ranks in a different collective at #" +
-                               std::to_string(seq) + ": " + join(elsewhere, ", ");
+  if (!elsewhere.empty())
+    s += "; ranks in a different collective at #" + std::to_string(seq) + ": " + join(elsewhere, ", ");
   if (!behind.empty()) s += "; ranks that did not: " + join(behind, ", ");
-  if (!silent.empty())
-    s += "; ranks that did not answer (dead, or hung with their watchdog): " + join(silent, ",");
+  if (!silent.empty()) s += "; ranks that did not answer (dead, or hung with their watchdog): " + join(silent, ",");
   return s;
 }
 

@@ -32,18 +32,17 @@ struct PeerStatus {
 
 // The overdue collective on the reporting rank.
 struct OverdueOp {
-  int lane = 0;            // index into PeerStatus::lane
-  std::string lane_name;   // "mpi", "nccl"
+  int lane = 0;           // index into PeerStatus::lane
+  std::string lane_name;  // "mpi", "nccl"
   OpInfo info;
   int64_t step = -1;
-  double deadline_s = 0;   // the timeout it missed
+  double deadline_s = 0;  // the timeout it missed
 };
 
 // "rank 1: collective allreduce(float32, 1024) #57 from ddp.bucket[3] at step 120 timed out
 // after 5 s; ranks that reached it: 0,1; ranks that did not: 2 (last op barrier(none, 0) #56,
 // finished)". by_rank[r] is nullopt when rank r did not answer (dead, or hung so badly that
 // its watchdog thread cannot run); those are named as such.
-std::string format_timeout_report(int rank, const OverdueOp& op,
-                                  const std::vector<std::optional<PeerStatus>>& by_rank);
+std::string format_timeout_report(int rank, const OverdueOp& op, const std::vector<std::optional<PeerStatus>>& by_rank);
 
 }  // namespace hpctrain

@@ -42,8 +42,7 @@ std::vector<std::string> split_files(const std::string& dir, const std::string& 
   }
   if (found.empty()) return {single};  // H5Dataset::open reports a missing file
   if (fs::exists(single))
-    throw Error("data directory " + dir + " has both " + split + ".h5 and " + split +
-                "-NNNNN.h5 files: keep one form");
+    throw Error("data directory " + dir + " has both " + split + ".h5 and " + split + "-NNNNN.h5 files: keep one form");
   std::sort(found.begin(), found.end());
   std::vector<std::string> files;
   for (int i = 0; i <= found.back(); ++i) {

@@ -9,7 +9,7 @@
 namespace hpctrain {
 
 struct DatasetInfo {
-  int64_t size = 0;                   // N (all files of a multi-file data set together)
+  int64_t size = 0;  // N (all files of a multi-file data set together)
   // Per-sample input shape as stored ([N, d1..dk] -> [d1..dk]); a uint8 [N,H,W] image file is
   // seen as [N,1,H,W].
   std::vector<int64_t> sample_shape;
@@ -17,12 +17,12 @@ struct DatasetInfo {
   // Classification: integer labels [N] in [0, num_classes). Regression: float targets
   // [N, t1..tm] (target_shape = [t1..tm], num_classes = 0).
   bool classification = true;
-  int64_t num_classes = 0;            // attribute num_classes, else class_names' size, else max+1
+  int64_t num_classes = 0;  // attribute num_classes, else class_names' size, else max+1
   std::vector<int64_t> target_shape;
-  std::vector<float> mean, std;       // per entry of the first sample dim (or one value); else 0 and 1
-  bool has_stats = false;             // mean/std came from the file
-  bool uint8_pixels = true;           // input_dtype == "uint8"
-  std::string path;                   // the (first) file
+  std::vector<float> mean, std;  // per entry of the first sample dim (or one value); else 0 and 1
+  bool has_stats = false;        // mean/std came from the file
+  bool uint8_pixels = true;      // input_dtype == "uint8"
+  std::string path;              // the (first) file
   int64_t target_numel() const;
   int64_t sample_numel() const;
 };

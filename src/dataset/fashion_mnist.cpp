@@ -9,9 +9,8 @@
 namespace hpctrain {
 
 const std::vector<std::string>& fashion_mnist_classes() {
-  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress",
-                                                 "Coat",        "Sandal",  "Shirt",    "Sneaker",
-                                                 "Bag",         "Ankle boot"};
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   return names;
 }
 

@@ -32,8 +32,7 @@ std::string shape_str(const std::vector<hsize_t>& d) {
 }
 
 h5::Handle open_dataset(hid_t file, const std::string& path, const std::string& name) {
-  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0)
-    throw Error(path + ": dataset '" + name + "' not found");
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw Error(path + ": dataset '" + name + "' not found");
   h5::Handle d(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
   if (!d.valid()) throw Error(path + ": '" + name + "' is not a readable dataset");
   return d;
@@ -80,8 +79,10 @@ void read_rows(hid_t ds, bool u8, const std::vector<int64_t>& sorted, int64_t ro
   std::vector<float> fbuf;
   std::vector<uint8_t> ubuf;
   void* dst;
-  if (u8) ubuf.resize(mcount), dst = ubuf.data();
-  else fbuf.resize(mcount), dst = fbuf.data();
+  if (u8)
+    ubuf.resize(mcount), dst = ubuf.data();
+  else
+    fbuf.resize(mcount), dst = fbuf.data();
   if (H5Dread(ds, u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, dst) < 0)
     throw Error(what + ": reading failed (corrupt or truncated file)");
   g.unlock();
@@ -101,9 +102,8 @@ void read_rows(hid_t ds, bool u8, const std::vector<int64_t>& sorted, int64_t ro
 
 }  // namespace
 
-H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
-                          const std::string& labels, int64_t num_classes, bool regression,
-                          int64_t in_memory_max) {
+H5Dataset H5Dataset::open(const std::string& path, const std::string& images, const std::string& labels,
+                          int64_t num_classes, bool regression, int64_t in_memory_max) {
   auto g = h5::lock();
   h5::silence_errors();
   if (!std::filesystem::exists(path)) throw Error("data file " + path + " does not exist");
@@ -135,7 +135,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
   if (H5Lexists(ds.file_.get(), labels.c_str(), H5P_DEFAULT) <= 0) {
     const char* other = regression ? "labels" : "targets";
     bool has_other = H5Lexists(ds.file_.get(), other, H5P_DEFAULT) > 0;
-    std::string hint = !has_other ? ""
+    std::string hint = !has_other   ? ""
                        : regression ? " (it has integer 'labels': use --loss cross_entropy)"
                                     : " (it has 'targets': use --loss mse for float targets)";
     throw Error(path + ": dataset '" + labels + "' not found" + hint);
@@ -160,8 +160,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
       throw Error(path + ": dataset '" + labels + "' has dtype " + h5::type_name(ltype.get()) +
                   "; labels must be integers (float targets need --loss mse|l1|smooth_l1)");
     ds.labels_.resize(ds.info_.size);
-    if (ds.info_.size &&
-        H5Dread(lab.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.labels_.data()) < 0)
+    if (ds.info_.size && H5Dread(lab.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.labels_.data()) < 0)
       throw Error(path + ": reading '" + labels + "' failed (corrupt or truncated file)");
 
     int64_t classes = num_classes;
@@ -174,8 +173,7 @@ H5Dataset H5Dataset::open(const std::string& path, const std::string& images,
         classes = H5Sget_simple_extent_npoints(sp.get());
       }
     }
-    if (classes <= 0)
-      classes = ds.labels_.empty() ? 0 : *std::max_element(ds.labels_.begin(), ds.labels_.end()) + 1;
+    if (classes <= 0) classes = ds.labels_.empty() ? 0 : *std::max_element(ds.labels_.begin(), ds.labels_.end()) + 1;
     for (int64_t i = 0; i < ds.info_.size; ++i)
       if (ds.labels_[i] < 0 || ds.labels_[i] >= classes)
         throw Error(path + ": label " + std::to_string(ds.labels_[i]) + " at index " + std::to_string(i) +
@@ -215,8 +213,7 @@ void copy_rows(const std::vector<T>& all, const std::vector<int64_t>& sorted, in
 
 }  // namespace
 
-H5Dataset::RowCache::RowCache(RowCache&& o) noexcept
-    : tried(o.tried), u8(std::move(o.u8)), f32(std::move(o.f32)) {
+H5Dataset::RowCache::RowCache(RowCache&& o) noexcept : tried(o.tried), u8(std::move(o.u8)), f32(std::move(o.f32)) {
   o.u8.clear();
   o.f32.clear();
 }
@@ -267,8 +264,10 @@ void H5Dataset::read(const std::vector<int64_t>& sorted, float* out) const {
   if (sorted.empty()) return;
   const std::string what = info_.path + " (inputs)";
   if (!inputs_cache_.tried) fill_cache(inputs_cache_, images_.get(), info_.uint8_pixels, info_.sample_numel());
-  if (!inputs_cache_.u8.empty()) return copy_rows(inputs_cache_.u8, sorted, info_.sample_numel(), info_.size, what, out);
-  if (!inputs_cache_.f32.empty()) return copy_rows(inputs_cache_.f32, sorted, info_.sample_numel(), info_.size, what, out);
+  if (!inputs_cache_.u8.empty())
+    return copy_rows(inputs_cache_.u8, sorted, info_.sample_numel(), info_.size, what, out);
+  if (!inputs_cache_.f32.empty())
+    return copy_rows(inputs_cache_.f32, sorted, info_.sample_numel(), info_.size, what, out);
   ++read_calls_;
   read_rows(images_.get(), info_.uint8_pixels, sorted, info_.sample_numel(), info_.size, what, out);
 }
@@ -278,7 +277,8 @@ void H5Dataset::read_targets(const std::vector<int64_t>& sorted, float* out) con
   if (!targets_.valid()) throw Error(info_.path + ": no float targets (a classification file)");
   const std::string what = info_.path + " (targets)";
   if (!targets_cache_.tried) fill_cache(targets_cache_, targets_.get(), false, info_.target_numel());
-  if (!targets_cache_.f32.empty()) return copy_rows(targets_cache_.f32, sorted, info_.target_numel(), info_.size, what, out);
+  if (!targets_cache_.f32.empty())
+    return copy_rows(targets_cache_.f32, sorted, info_.target_numel(), info_.size, what, out);
   read_rows(targets_.get(), false, sorted, info_.target_numel(), info_.size, what, out);
 }
 

@@ -38,8 +38,8 @@ class H5Dataset {
   // every batch from the file); the process-wide budget applies on top.
   static constexpr int64_t kInMemoryBudget = int64_t{512} << 20;
   static H5Dataset open(const std::string& path, const std::string& images = "images",
-                        const std::string& labels = "labels", int64_t num_classes = 0,
-                        bool regression = false, int64_t in_memory_max = kInMemoryBudget);
+                        const std::string& labels = "labels", int64_t num_classes = 0, bool regression = false,
+                        int64_t in_memory_max = kInMemoryBudget);
 
   const DatasetInfo& info() const { return info_; }
   const std::vector<int64_t>& labels() const { return labels_; }

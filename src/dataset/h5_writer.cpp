@@ -46,17 +46,14 @@ void write_image_h5(const std::string& path, const ImageSet& s, const DatasetAtt
   auto fail = [&](const char* what) { throw Error("writing " + path + ": " + what + " failed"); };
   // Contiguous (unchunked, uncompressed) layout: the loader reads random samples, and contiguous
   // storage makes each coalesced run one direct read without a chunk cache in the way.
-  hsize_t idims[4] = {n, hsize_t(s.sample_shape[0]), hsize_t(s.sample_shape[1]),
-                      hsize_t(s.sample_shape[2])};
+  hsize_t idims[4] = {n, hsize_t(s.sample_shape[0]), hsize_t(s.sample_shape[1]), hsize_t(s.sample_shape[2])};
   h5::Handle isp(H5Screate_simple(4, idims, nullptr));
-  h5::Handle ids(H5Dcreate2(f.get(), "images", H5T_STD_U8LE, isp.get(), H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT));
+  h5::Handle ids(H5Dcreate2(f.get(), "images", H5T_STD_U8LE, isp.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!ids.valid()) fail("creating images");
   if (n && H5Dwrite(ids.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.images.data()) < 0)
     fail("writing images");
   h5::Handle lsp(H5Screate_simple(1, &n, nullptr));
-  h5::Handle lds(H5Dcreate2(f.get(), "labels", H5T_STD_I64LE, lsp.get(), H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT));
+  h5::Handle lds(H5Dcreate2(f.get(), "labels", H5T_STD_I64LE, lsp.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!lds.valid()) fail("creating labels");
   if (n && H5Dwrite(lds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.labels.data()) < 0)
     fail("writing labels");
@@ -68,8 +65,7 @@ void write_image_h5(const std::string& path, const ImageSet& s, const DatasetAtt
   if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) fail("flushing");
 }
 
-void write_train_test(const std::string& dir, const ImageSet& train, const ImageSet& test,
-                      DatasetAttrs attrs) {
+void write_train_test(const std::string& dir, const ImageSet& train, const ImageSet& test, DatasetAttrs attrs) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -34,7 +34,6 @@ void write_image_h5(const std::string& path, const ImageSet& s, const DatasetAtt
 
 // Creates `dir` if needed and writes dir/train.h5 and dir/test.h5 atomically (see above).
 // attrs.mean/std are filled from `train` when empty.
-void write_train_test(const std::string& dir, const ImageSet& train, const ImageSet& test,
-                      DatasetAttrs attrs);
+void write_train_test(const std::string& dir, const ImageSet& train, const ImageSet& test, DatasetAttrs attrs);
 
 }  // namespace hpctrain

@@ -36,8 +36,8 @@ void read_exact(gzFile f, const std::string& path, void* dst, size_t n, const ch
   if (got < n) {
     int err = 0;
     const char* msg = gzerror(f, &err);
-    throw Error(path + ": truncated: " + what + " needs " + std::to_string(n) + " bytes, got " +
-                std::to_string(got) + (err != Z_OK ? std::string(" (") + msg + ")" : ""));
+    throw Error(path + ": truncated: " + what + " needs " + std::to_string(n) + " bytes, got " + std::to_string(got) +
+                (err != Z_OK ? std::string(" (") + msg + ")" : ""));
   }
 }
 

@@ -55,7 +55,6 @@ Loader::Loader(const std::vector<std::string>& files, int world, int rank, Loade
 
 Loader::~Loader() { stop(); }
 
-
 int64_t Loader::batches_per_epoch() const { return sampler_.num_batches(opts_.batch_size); }
 
 void Loader::start_epoch(int64_t epoch, int64_t first_batch) {
@@ -140,8 +139,10 @@ Batch Loader::assemble(int64_t b) const {
       augment_sample(x, c, inf.sample_shape[1], inf.sample_shape[2], opts_.augment_pad,
                      sample_seed(opts_.seed, sampler_.epoch(), sorted[k]));
     normalize_sample(x, c, plane, scale, mean_, std_);
-    if (lab) lab[slot] = dataset_.label(sorted[k]);
-    else std::copy_n(traw.data() + k * tnumel, tnumel, tgt + slot * tnumel);
+    if (lab)
+      lab[slot] = dataset_.label(sorted[k]);
+    else
+      std::copy_n(traw.data() + k * tnumel, tnumel, tgt + slot * tnumel);
     val[slot] = valid[slot];
   }
   return out;

@@ -42,7 +42,7 @@ namespace hpctrain {
 
 struct LoaderOptions {
   int64_t batch_size = 64;
-  int prefetch = 2;        // batches assembled ahead by the background thread; 0 = synchronous
+  int prefetch = 2;            // batches assembled ahead by the background thread; 0 = synchronous
   int64_t in_memory_mb = 512;  // a file up to this size is read whole at its first batch (h5_dataset.h)
   bool shuffle = true;
   bool drop_last = false;  // sampler: trim (true) or pad with marked duplicates (false)

@@ -11,9 +11,9 @@
 namespace hpctrain {
 
 struct LoaderBenchOptions {
-  std::string data;  // an HDF5 file or a data directory (as Loader takes it)
+  std::string data;                           // an HDF5 file or a data directory (as Loader takes it)
   int64_t batch_size = 128, max_batches = 0;  // 0: one epoch
-  double compute_ms = 0;  // simulated per-batch compute (sleep), to show prefetch hiding the reads
+  double compute_ms = 0;                      // simulated per-batch compute (sleep), to show prefetch hiding the reads
   int prefetch = 2;
   bool augment = false;
 };

@@ -21,14 +21,15 @@ std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch) 
   for (int64_t i = n - 1; i > 0; --i) {
     const uint64_t bound = uint64_t(i) + 1, limit = UINT64_MAX - UINT64_MAX % bound;
     uint64_t r;
-    do r = rng(); while (r >= limit);  // rejection keeps the draw unbiased
+    do r = rng();
+    while (r >= limit);  // rejection keeps the draw unbiased
     std::swap(p[i], p[r % bound]);
   }
   return p;
 }
 
-DistributedSampler::DistributedSampler(int64_t dataset_size, int world, int rank, bool shuffle,
-                                       uint64_t seed, bool drop_last)
+DistributedSampler::DistributedSampler(int64_t dataset_size, int world, int rank, bool shuffle, uint64_t seed,
+                                       bool drop_last)
     : n_(dataset_size), world_(world), rank_(rank), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
   if (world < 1 || rank < 0 || rank >= world)
     throw Error("sampler: rank " + std::to_string(rank) + " is outside world of size " + std::to_string(world));

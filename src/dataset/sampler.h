@@ -36,8 +36,7 @@ std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch);
 
 class DistributedSampler {
  public:
-  DistributedSampler(int64_t dataset_size, int world, int rank, bool shuffle, uint64_t seed,
-                     bool drop_last);
+  DistributedSampler(int64_t dataset_size, int world, int rank, bool shuffle, uint64_t seed, bool drop_last);
 
   // Starts epoch `epoch` from its beginning (reshuffles).
   void set_epoch(int64_t epoch) { set_position({epoch, 0}); }

@@ -40,11 +40,10 @@ void write_synthetic(const std::string& dir, const SyntheticSpec& spec) {
   if (spec.train_size < spec.classes || spec.test_size < 1)
     throw Error("synthetic: need --n >= classes (" + std::to_string(spec.classes) + ") and --test-n >= 1");
   DatasetAttrs attrs;
-  attrs.source = "hpctrain synthetic (seed " + std::to_string(spec.seed) + ", noise " +
-                 std::to_string(spec.noise) + ")";
+  attrs.source =
+      "hpctrain synthetic (seed " + std::to_string(spec.seed) + ", noise " + std::to_string(spec.noise) + ")";
   for (int64_t k = 0; k < spec.classes; ++k) attrs.class_names.push_back("class" + std::to_string(k));
-  write_train_test(dir, make_synthetic(spec, spec.train_size, 0), make_synthetic(spec, spec.test_size, 1),
-                   attrs);
+  write_train_test(dir, make_synthetic(spec, spec.train_size, 0), make_synthetic(spec, spec.test_size, 1), attrs);
 }
 
 }  // namespace hpctrain

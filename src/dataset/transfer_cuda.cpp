@@ -11,8 +11,8 @@ namespace hpctrain {
 
 BatchMover::BatchMover(c10::Device device) : device_(device) {
   if (device.is_cuda())
-    copy_stream_ = std::make_shared<c10::cuda::CUDAStream>(
-        c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()));
+    copy_stream_ =
+        std::make_shared<c10::cuda::CUDAStream>(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()));
 }
 
 std::shared_ptr<void> BatchMover::start(Batch& b) {
@@ -23,8 +23,7 @@ std::shared_ptr<void> BatchMover::start(Batch& b) {
   // A pageable source would make the driver stage the copy synchronously; pinned memory lets it
   // run asynchronously on the copy stream. PyTorch's pinned allocator keeps the host block alive
   // until the copy that used it completes.
-  for (at::Tensor* t : {&b.images, &b.labels, &b.valid})
-    *t = t->pin_memory().to(device_, /*non_blocking=*/true);
+  for (at::Tensor* t : {&b.images, &b.labels, &b.valid}) *t = t->pin_memory().to(device_, /*non_blocking=*/true);
   auto ready = std::make_shared<at::cuda::CUDAEvent>();
   ready->record(stream);
   return ready;

@@ -7,8 +7,7 @@
 
 namespace hpctrain {
 
-BucketPlan make_bucket_plan(const std::vector<ParamSpec>& params, int64_t cap_bytes,
-                            int64_t first_cap_bytes) {
+BucketPlan make_bucket_plan(const std::vector<ParamSpec>& params, int64_t cap_bytes, int64_t first_cap_bytes) {
   BucketPlan plan;
   plan.bucket_of.assign(params.size(), 0);
   plan.slot_of.assign(params.size(), 0);
@@ -43,9 +42,8 @@ std::string BucketPlan::describe() const {
   std::string s = std::to_string(buckets.size()) + " bucket(s):";
   for (size_t i = 0; i < buckets.size(); ++i) {
     char buf[160];
-    std::snprintf(buf, sizeof(buf), " [%zu] %zu param(s) %.3f MiB %s %s%s", i,
-                  buckets[i].params.size(), buckets[i].bytes / 1048576.0,
-                  buckets[i].dtype.c_str(), buckets[i].device.c_str(),
+    std::snprintf(buf, sizeof(buf), " [%zu] %zu param(s) %.3f MiB %s %s%s", i, buckets[i].params.size(),
+                  buckets[i].bytes / 1048576.0, buckets[i].dtype.c_str(), buckets[i].device.c_str(),
                   i + 1 < buckets.size() ? "," : "");
     s += buf;
   }

@@ -22,9 +22,12 @@ using torch::nn::Module;
 std::shared_ptr<SyncBatchNormImpl> sync_version(const std::shared_ptr<Module>& m, Communicator* comm,
                                                 const std::string& path) {
   const torch::nn::BatchNormOptions* opts = nullptr;
-  if (auto b1 = std::dynamic_pointer_cast<torch::nn::BatchNorm1dImpl>(m)) opts = &b1->options;
-  else if (auto b2 = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m)) opts = &b2->options;
-  else if (auto b3 = std::dynamic_pointer_cast<torch::nn::BatchNorm3dImpl>(m)) opts = &b3->options;
+  if (auto b1 = std::dynamic_pointer_cast<torch::nn::BatchNorm1dImpl>(m))
+    opts = &b1->options;
+  else if (auto b2 = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m))
+    opts = &b2->options;
+  else if (auto b3 = std::dynamic_pointer_cast<torch::nn::BatchNorm3dImpl>(m))
+    opts = &b3->options;
   if (!opts) return nullptr;
   auto s = std::make_shared<SyncBatchNormImpl>(*opts, comm, path, *m);
   s->train(m->is_training());
@@ -61,8 +64,7 @@ void convert_children(Module& parent, const std::string& prefix, Communicator* c
       continue;
     }
     if (!swap_child(parent, item.key(), item.value(), repl))
-      throw Error("convert_sync_batchnorm: cannot replace '" + path + "': its parent " +
-                  parent.name() +
+      throw Error("convert_sync_batchnorm: cannot replace '" + path + "': its parent " + parent.name() +
                   " is a custom module whose member would keep calling the old BatchNorm; "
                   "build it with hpctrain::make_batch_norm() or hold the layer in a Sequential");
     if (replaced) replaced->push_back(path);
@@ -81,16 +83,18 @@ std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> root, Com
   return root;
 }
 
-torch::nn::AnyModule make_batch_norm(int dims, const torch::nn::BatchNormOptions& options,
-                                     Communicator* comm, const std::string& name) {
+torch::nn::AnyModule make_batch_norm(int dims, const torch::nn::BatchNormOptions& options, Communicator* comm,
+                                     const std::string& name) {
   if (dims < 1 || dims > 3)
-    throw Error("make_batch_norm(" + name + "): dims must be 1, 2 or 3, got " +
-                std::to_string(dims));
+    throw Error("make_batch_norm(" + name + "): dims must be 1, 2 or 3, got " + std::to_string(dims));
   if (comm) return torch::nn::AnyModule(SyncBatchNorm(options, comm, name));
   switch (dims) {
-    case 1: return torch::nn::AnyModule(torch::nn::BatchNorm1d(options));
-    case 2: return torch::nn::AnyModule(torch::nn::BatchNorm2d(options));
-    default: return torch::nn::AnyModule(torch::nn::BatchNorm3d(options));
+    case 1:
+      return torch::nn::AnyModule(torch::nn::BatchNorm1d(options));
+    case 2:
+      return torch::nn::AnyModule(torch::nn::BatchNorm2d(options));
+    default:
+      return torch::nn::AnyModule(torch::nn::BatchNorm3d(options));
   }
 }
 

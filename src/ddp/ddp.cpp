@@ -51,12 +51,12 @@ NamedTensors module_buffers(torch::nn::Module& m) {
 }
 }  // namespace
 
-DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module,
-                                                 Communicator& comm, DdpOptions opts)
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Communicator& comm,
+                                                 DdpOptions opts)
     : DistributedDataParallel(module_params(*module), module_buffers(*module), comm, opts) {}
 
-DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTensors buffers,
-                                                 Communicator& comm, DdpOptions opts)
+DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTensors buffers, Communicator& comm,
+                                                 DdpOptions opts)
     : comm_(comm), opts_(opts) {
   if (opts_.bucket_cap_mb <= 0) throw CollectiveError("DDP: bucket cap must be > 0 MiB");
   for (auto& [name, p] : params) {
@@ -80,8 +80,8 @@ DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTenso
   if (opts_.zero) {
     for (const auto& sp : specs)
       if (sp.dtype != specs[0].dtype)
-        throw CollectiveError("--zero 1 needs every trained parameter in one dtype; " + sp.name +
-                              " is " + sp.dtype + ", " + specs[0].name + " " + specs[0].dtype);
+        throw CollectiveError("--zero 1 needs every trained parameter in one dtype; " + sp.name + " is " + sp.dtype +
+                              ", " + specs[0].name + " " + specs[0].dtype);
     zero_ = std::make_unique<ZeroPartition>(make_zero_partition(plan, specs, comm_.size()));
     ro.zero = zero_.get();
   }
@@ -97,8 +97,7 @@ DistributedDataParallel::~DistributedDataParallel() = default;
 void DistributedDataParallel::check_same_parameters() {
   std::string mine;
   for (size_t i = 0; i < params_.size(); ++i)
-    mine += names_[i] + " " + c10::toString(params_[i].scalar_type()) + " " +
-            shape_string(params_[i].sizes()) + "\n";
+    mine += names_[i] + " " + c10::toString(params_[i].scalar_type()) + " " + shape_string(params_[i].sizes()) + "\n";
   // Always over the CPU backend: this is metadata.
   std::vector<std::string> all = allgather_strings(comm_, mine, "ddp.check_parameters");
   auto lines = [](const std::string& s) {
@@ -118,9 +117,8 @@ void DistributedDataParallel::check_same_parameters() {
       std::string a = i < ref.size() ? ref[i] : "(none)";
       std::string b = i < other.size() ? other[i] : "(none)";
       if (a != b)
-        throw CollectiveError("DDP: models differ between ranks: parameter #" + std::to_string(i) +
-                              " is \"" + b + "\" on rank " + std::to_string(r) + " but \"" + a +
-                              "\" on rank 0");
+        throw CollectiveError("DDP: models differ between ranks: parameter #" + std::to_string(i) + " is \"" + b +
+                              "\" on rank " + std::to_string(r) + " but \"" + a + "\" on rank 0");
     }
   }
 }
@@ -180,8 +178,7 @@ void DistributedDataParallel::allgather_params() {
   auto blocks = param_blocks();
   std::vector<WorkHandle> works;
   for (size_t b = 0; b < blocks.size(); ++b)
-    works.push_back(comm_.allgather_into(blocks[b], param_buffers_[b],
-                                         "zero.param_bucket[" + std::to_string(b) + "]"));
+    works.push_back(comm_.allgather_into(blocks[b], param_buffers_[b], "zero.param_bucket[" + std::to_string(b) + "]"));
   for (auto& w : works) w->wait();
 }
 

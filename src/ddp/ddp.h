@@ -47,20 +47,18 @@ struct DdpOptions {
 };
 
 struct DdpStepStats {
-  double backward_s = 0;        // loss.backward() + finalize()
-  double finalize_wait_s = 0;   // of which blocked waiting for communication
+  double backward_s = 0;       // loss.backward() + finalize()
+  double finalize_wait_s = 0;  // of which blocked waiting for communication
   int64_t bytes_reduced = 0;
   int buckets = 0;
 };
 
 class DistributedDataParallel {
  public:
-  DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Communicator& comm,
-                          DdpOptions opts = {});
+  DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Communicator& comm, DdpOptions opts = {});
   // `params`: the model's parameters (those not requiring grad are broadcast but not reduced);
   // `buffers`: broadcast at construction and, with broadcast_buffers, before each forward.
-  DistributedDataParallel(NamedTensors params, NamedTensors buffers, Communicator& comm,
-                          DdpOptions opts = {});
+  DistributedDataParallel(NamedTensors params, NamedTensors buffers, Communicator& comm, DdpOptions opts = {});
   ~DistributedDataParallel();
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
@@ -107,7 +105,7 @@ class DistributedDataParallel {
   Communicator& comm_;
   DdpOptions opts_;
   std::vector<std::string> names_;
-  std::vector<at::Tensor> params_;  // trained (requires_grad) parameters, reduced by buckets
+  std::vector<at::Tensor> params_;                // trained (requires_grad) parameters, reduced by buckets
   std::vector<at::Tensor> all_params_, buffers_;  // broadcast from rank 0
   std::unique_ptr<ZeroPartition> zero_;
   std::vector<at::Tensor> param_buffers_;  // ZeRO: one padded flat buffer per bucket

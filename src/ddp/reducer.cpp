@@ -13,8 +13,8 @@
 
 namespace hpctrain {
 
-Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names, BucketPlan plan,
-                 Communicator& comm, ReducerOptions opts)
+Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names, BucketPlan plan, Communicator& comm,
+                 ReducerOptions opts)
     : params_(std::move(params)),
       names_(std::move(names)),
       plan_(std::move(plan)),
@@ -25,8 +25,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
   const ZeroPartition* z = opts_.zero;
   if (z && (z->buckets.size() != plan_.buckets.size() || z->world_size != comm_.size()))
     throw Error("DDP: the ZeRO partition does not match the bucket plan and world size");
-  if (z && !params_.empty())
-    grad_shard_ = at::zeros({z->shard_numel()}, params_[0].options().requires_grad(false));
+  if (z && !params_.empty()) grad_shard_ = at::zeros({z->shard_numel()}, params_[0].options().requires_grad(false));
   for (size_t b = 0; b < plan_.buckets.size(); ++b) {
     const Bucket& bk = plan_.buckets[b];
     const at::Tensor& first = params_[bk.params.front()];
@@ -41,9 +40,8 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
   for (size_t i = 0; i < params_.size(); ++i) {
     auto dev = params_[i].device().type();
     if (dev != comm_.device_type())
-      throw Error("DDP: parameter " + names_[i] + " is on " + params_[i].device().str() +
-                  " but the communicator (" + comm_.name() + ") carries " +
-                  c10::DeviceTypeName(comm_.device_type(), true) +
+      throw Error("DDP: parameter " + names_[i] + " is on " + params_[i].device().str() + " but the communicator (" +
+                  comm_.name() + ") carries " + c10::DeviceTypeName(comm_.device_type(), true) +
                   " tensors; move the model to the run's device before wrapping it");
     // Gradients live in bucket memory from the start: autograd accumulates into the view.
     params_[i].mutable_grad() = slots_[i];
@@ -55,8 +53,7 @@ void Reducer::reset() {
   std::lock_guard<std::mutex> lk(mu_);
   filled_.assign(params_.size(), 0);
   pending_.resize(plan_.buckets.size());
-  for (size_t b = 0; b < plan_.buckets.size(); ++b)
-    pending_[b] = static_cast<int64_t>(plan_.buckets[b].params.size());
+  for (size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = static_cast<int64_t>(plan_.buckets[b].params.size());
   works_.clear();
   next_launch_ = 0;
   any_ready_ = false;
@@ -99,8 +96,7 @@ void Reducer::launch_ready_locked() {
       continue;
     }
     if (comm_.size() == 1) continue;  // a world of one has nothing to reduce
-    works_.push_back(
-        comm_.allreduce(buffers_[b], ReduceOp::kSum, "ddp.bucket[" + std::to_string(b) + "]"));
+    works_.push_back(comm_.allreduce(buffers_[b], ReduceOp::kSum, "ddp.bucket[" + std::to_string(b) + "]"));
   }
 }
 
@@ -117,8 +113,7 @@ void Reducer::finalize() {
     reset();
     std::string list;
     for (auto& n : unused) list += (list.empty() ? "" : ", ") + n;
-    throw Error("DDP: " + std::to_string(unused.size()) +
-                " parameter(s) received no gradient in this step: " + list +
+    throw Error("DDP: " + std::to_string(unused.size()) + " parameter(s) received no gradient in this step: " + list +
                 ". If parts of the model are unused by design, construct DDP with "
                 "find_unused_parameters=true (missing gradients then count as zeros)");
   }
@@ -137,8 +132,7 @@ void Reducer::finalize() {
     TraceSpan blocked("comm_blocked", "wait");  // the training thread waits for the buckets
     for (auto& w : works) w->wait();
   }
-  stats_.finalize_wait_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.finalize_wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.buckets = static_cast<int>(plan_.buckets.size());
   stats_.bytes_reduced = 0;
   for (auto& b : plan_.buckets) stats_.bytes_reduced += b.bytes;

@@ -44,8 +44,8 @@ struct ReducerStats {
 
 class Reducer {
  public:
-  Reducer(std::vector<at::Tensor> params, std::vector<std::string> names, BucketPlan plan,
-          Communicator& comm, ReducerOptions opts);
+  Reducer(std::vector<at::Tensor> params, std::vector<std::string> names, BucketPlan plan, Communicator& comm,
+          ReducerOptions opts);
 
   void on_grad_ready(size_t param_index);
   // Completes the step (see contract). Throws hpctrain::Error for unused parameters.
@@ -74,14 +74,14 @@ class Reducer {
   ReducerOptions opts_;
   double scale_;
 
-  std::vector<at::Tensor> buffers_;     // one flat buffer per bucket (padded under ZeRO)
-  at::Tensor grad_shard_;               // ZeRO: this rank's reduced blocks
-  std::vector<at::Tensor> grad_blocks_; // ZeRO: per bucket, a view of grad_shard_
-  std::vector<at::Tensor> slots_;       // per parameter: a view of its bucket, param-shaped
+  std::vector<at::Tensor> buffers_;      // one flat buffer per bucket (padded under ZeRO)
+  at::Tensor grad_shard_;                // ZeRO: this rank's reduced blocks
+  std::vector<at::Tensor> grad_blocks_;  // ZeRO: per bucket, a view of grad_shard_
+  std::vector<at::Tensor> slots_;        // per parameter: a view of its bucket, param-shaped
   std::mutex mu_;
-  std::vector<char> filled_;            // per parameter, this step
-  std::vector<int64_t> pending_;        // per bucket: slots still to fill
-  std::vector<WorkHandle> works_;       // per launched bucket
+  std::vector<char> filled_;       // per parameter, this step
+  std::vector<int64_t> pending_;   // per bucket: slots still to fill
+  std::vector<WorkHandle> works_;  // per launched bucket
   size_t next_launch_ = 0;
   bool any_ready_ = false;
   ReducerStats stats_;

@@ -13,14 +13,12 @@
 
 namespace hpctrain {
 
-SyncBatchNormImpl::SyncBatchNormImpl(const torch::nn::BatchNormOptions& options_,
-                                     Communicator* comm, std::string name)
+SyncBatchNormImpl::SyncBatchNormImpl(const torch::nn::BatchNormOptions& options_, Communicator* comm, std::string name)
     : options(options_), comm_(comm), name_(std::move(name)) {
   SyncBatchNormImpl::reset();
 }
 
-SyncBatchNormImpl::SyncBatchNormImpl(const torch::nn::BatchNormOptions& options_,
-                                     Communicator* comm, std::string name,
+SyncBatchNormImpl::SyncBatchNormImpl(const torch::nn::BatchNormOptions& options_, Communicator* comm, std::string name,
                                      const torch::nn::Module& bn)
     : options(options_), comm_(comm), name_(std::move(name)) {
   auto params = bn.named_parameters(/*recurse=*/false);
@@ -29,12 +27,11 @@ SyncBatchNormImpl::SyncBatchNormImpl(const torch::nn::BatchNormOptions& options_
     const at::Tensor* t = dict.find(key);
     return t ? *t : at::Tensor();
   };
-  register_state(get(params, "weight"), get(params, "bias"), get(buffers, "running_mean"),
-                 get(buffers, "running_var"), get(buffers, "num_batches_tracked"));
+  register_state(get(params, "weight"), get(params, "bias"), get(buffers, "running_mean"), get(buffers, "running_var"),
+                 get(buffers, "num_batches_tracked"));
 }
 
-void SyncBatchNormImpl::register_state(at::Tensor w, at::Tensor b, at::Tensor rm, at::Tensor rv,
-                                       at::Tensor nbt) {
+void SyncBatchNormImpl::register_state(at::Tensor w, at::Tensor b, at::Tensor rm, at::Tensor rv, at::Tensor nbt) {
   // register_parameter sets requires_grad; keep the adopted tensors' own flag.
   weight = register_parameter("weight", w, w.defined() && w.requires_grad());
   bias = register_parameter("bias", b, b.defined() && b.requires_grad());
@@ -48,9 +45,8 @@ void SyncBatchNormImpl::reset() {
   const int64_t C = options.num_features();
   const bool affine = options.affine(), track = options.track_running_stats();
   register_state(affine ? at::empty({C}).requires_grad_() : at::Tensor(),
-                 affine ? at::empty({C}).requires_grad_() : at::Tensor(),
-                 track ? at::zeros({C}) : at::Tensor(), track ? at::ones({C}) : at::Tensor(),
-                 track ? at::zeros({}, at::kLong) : at::Tensor());
+                 affine ? at::empty({C}).requires_grad_() : at::Tensor(), track ? at::zeros({C}) : at::Tensor(),
+                 track ? at::ones({C}) : at::Tensor(), track ? at::zeros({}, at::kLong) : at::Tensor());
   reset_parameters();
 }
 
@@ -94,15 +90,15 @@ at::Tensor SyncBatchNormImpl::forward(const at::Tensor& x) {
     // No communication: torch's own kernel, so results equal torch::nn::BatchNorm exactly.
     if (!why.empty()) throw Error("syncbn." + name_ + ": " + why);
     double factor = next_average_factor();
-    return at::batch_norm(x, weight, bias, running_mean, running_var,
-                          is_training() || !options.track_running_stats(), factor, options.eps(),
+    return at::batch_norm(x, weight, bias, running_mean, running_var, is_training() || !options.track_running_stats(),
+                          factor, options.eps(),
                           /*cudnn_enabled=*/true);
   }
 
   // The invalid-input rank joins the collective too (see sync_batch_norm_train).
   SyncBnStats stats;
-  at::Tensor out = sync_batch_norm_train(x, weight, bias, options.eps(), C, *comm_,
-                                         "syncbn." + name_, &stats, why.empty(), why);
+  at::Tensor out =
+      sync_batch_norm_train(x, weight, bias, options.eps(), C, *comm_, "syncbn." + name_, &stats, why.empty(), why);
   ++synced_forwards_;
   double factor = next_average_factor();
   if (options.track_running_stats()) {
@@ -117,12 +113,13 @@ at::Tensor SyncBatchNormImpl::forward(const at::Tensor& x) {
 }
 
 void SyncBatchNormImpl::pretty_print(std::ostream& stream) const {
-  stream << std::boolalpha << "hpctrain::SyncBatchNorm(" << options.num_features()
-         << ", eps=" << options.eps() << ", momentum=";
-  if (options.momentum().has_value()) stream << *options.momentum();
-  else stream << "None";
-  stream << ", affine=" << options.affine()
-         << ", track_running_stats=" << options.track_running_stats() << ")";
+  stream << std::boolalpha << "hpctrain::SyncBatchNorm(" << options.num_features() << ", eps=" << options.eps()
+         << ", momentum=";
+  if (options.momentum().has_value())
+    stream << *options.momentum();
+  else
+    stream << "None";
+  stream << ", affine=" << options.affine() << ", track_running_stats=" << options.track_running_stats() << ")";
 }
 
 }  // namespace hpctrain

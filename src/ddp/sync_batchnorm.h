@@ -49,13 +49,13 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
  public:
   // `name` is used in collective tags ("syncbn.<name>"); convert_sync_batchnorm sets it to the
   // module's dotted path.
-  explicit SyncBatchNormImpl(const torch::nn::BatchNormOptions& options,
-                             Communicator* comm = nullptr, std::string name = {});
+  explicit SyncBatchNormImpl(const torch::nn::BatchNormOptions& options, Communicator* comm = nullptr,
+                             std::string name = {});
   // Adopts `bn`'s parameters and buffers (the very tensors, found by their BatchNorm names)
   // instead of creating new ones: values, devices and requires_grad are kept, and an optimizer
   // that holds them keeps working. Used by convert_sync_batchnorm.
-  SyncBatchNormImpl(const torch::nn::BatchNormOptions& options, Communicator* comm,
-                    std::string name, const torch::nn::Module& bn);
+  SyncBatchNormImpl(const torch::nn::BatchNormOptions& options, Communicator* comm, std::string name,
+                    const torch::nn::Module& bn);
 
   void reset() override;
   void reset_running_stats();
@@ -96,15 +96,14 @@ TORCH_MODULE(SyncBatchNorm);
 // calling the old BatchNorm after `replace_module`, silently; that case throws hpctrain::Error
 // naming the path. Build such models with make_batch_norm() instead (the trainer's models do).
 // Returns the dotted names of the replaced modules in `replaced` when non-null.
-std::shared_ptr<torch::nn::Module> convert_sync_batchnorm(
-    std::shared_ptr<torch::nn::Module> root, Communicator* comm,
-    std::vector<std::string>* replaced = nullptr);
+std::shared_ptr<torch::nn::Module> convert_sync_batchnorm(std::shared_ptr<torch::nn::Module> root, Communicator* comm,
+                                                          std::vector<std::string>* replaced = nullptr);
 
 // A norm-layer factory for models: torch::nn::BatchNorm{dims}d when `comm` is null, else a
 // SyncBatchNorm named `name`. Both register the same state names, so checkpoints are
 // interchangeable. `dims` is 1, 2 or 3. Register the result with register_module(name, m.ptr())
 // and call m.forward(x).
-torch::nn::AnyModule make_batch_norm(int dims, const torch::nn::BatchNormOptions& options,
-                                     Communicator* comm, const std::string& name);
+torch::nn::AnyModule make_batch_norm(int dims, const torch::nn::BatchNormOptions& options, Communicator* comm,
+                                     const std::string& name);
 
 }  // namespace hpctrain

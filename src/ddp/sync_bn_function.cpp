@@ -77,9 +77,9 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
   // statistics (batch_norm_update_stats), the normalization (batch_norm in eval mode with the
   // global statistics), and in backward the per-channel sums (native_batch_norm_backward in
   // eval mode) plus two in-place multiply-adds.
-  static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight,
-                          const Variable& bias, double eps, int64_t C, Communicator* comm,
-                          std::string tag, SyncBnStats* stats, bool x_ok, std::string why) {
+  static Variable forward(AutogradContext* ctx, const Variable& x, const Variable& weight, const Variable& bias,
+                          double eps, int64_t C, Communicator* comm, std::string tag, SyncBnStats* stats, bool x_ok,
+                          std::string why) {
     auto ct = compute_type(x);
     at::Tensor xc = x_ok ? x.to(ct) : x;
     at::Tensor row = at::zeros({2 * C + 2}, x.options().dtype(at::kDouble));
@@ -99,15 +99,18 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     if (g.bad_ranks > 0) {
       std::ostringstream os;
       os << tag << ": ";
-      if (!x_ok) os << "rank " << comm->rank() << ": " << why;
-      else if (g.bad_ranks == 1) os << "rank " << g.first_bad << " gave an invalid input";
-      else os << g.bad_ranks << " ranks gave invalid inputs";
+      if (!x_ok)
+        os << "rank " << comm->rank() << ": " << why;
+      else if (g.bad_ranks == 1)
+        os << "rank " << g.first_bad << " gave an invalid input";
+      else
+        os << g.bad_ranks << " ranks gave invalid inputs";
       throw Error(os.str());
     }
     if (g.count < 2)
       throw Error(tag + ": expected more than 1 value per channel over all ranks in training, got " +
-                  std::to_string(g.count) + " (input shape on rank " +
-                  std::to_string(comm->rank()) + ": " + c10::str(x.sizes()) + ")");
+                  std::to_string(g.count) + " (input shape on rank " + std::to_string(comm->rank()) + ": " +
+                  c10::str(x.sizes()) + ")");
 
     at::Tensor mean = g.mean.to(x.device()), var = g.var.to(x.device());
     at::Tensor invstd = (var + eps).rsqrt();
@@ -126,8 +129,7 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
-    const at::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3],
-                     &var = saved[4];
+    const at::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3], &var = saved[4];
     const auto count = ctx->saved_data["count"].toInt();
     const double eps = ctx->saved_data["eps"].toDouble();
     Communicator* comm = comm_from(ctx->saved_data["comm"]);
@@ -178,20 +180,18 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
 
 }  // namespace
 
-at::Tensor sync_batch_norm_train(const at::Tensor& x, const at::Tensor& weight,
-                                 const at::Tensor& bias, double eps, int64_t num_features,
-                                 Communicator& comm, const std::string& tag, SyncBnStats* stats,
+at::Tensor sync_batch_norm_train(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                                 int64_t num_features, Communicator& comm, const std::string& tag, SyncBnStats* stats,
                                  bool x_ok, const std::string& why) {
   // Custom autograd Functions cannot take undefined tensors as inputs (autograd records each
   // input's device): without affine parameters, pass a constant scale of 1 and shift of 0,
   // which leave the result bit-identical and need no gradient.
   if (!weight.defined()) {
     auto opts = x.options().dtype(at::kFloat).requires_grad(false);
-    return SyncBatchNormFunction::apply(x, at::ones({num_features}, opts), at::zeros({num_features}, opts),
-                                        eps, num_features, &comm, tag, stats, x_ok, why);
+    return SyncBatchNormFunction::apply(x, at::ones({num_features}, opts), at::zeros({num_features}, opts), eps,
+                                        num_features, &comm, tag, stats, x_ok, why);
   }
-  return SyncBatchNormFunction::apply(x, weight, bias, eps, num_features, &comm, tag, stats, x_ok,
-                                      why);
+  return SyncBatchNormFunction::apply(x, weight, bias, eps, num_features, &comm, tag, stats, x_ok, why);
 }
 
 }  // namespace hpctrain

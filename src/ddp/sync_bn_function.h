@@ -12,9 +12,9 @@ namespace hpctrain {
 
 // Global per-channel batch statistics of one training forward.
 struct SyncBnStats {
-  at::Tensor mean;     // [C] fp64, global mean
-  at::Tensor var;      // [C] fp64, global biased variance
-  int64_t count = 0;   // global number of values per channel (sum over ranks of N * spatial)
+  at::Tensor mean;    // [C] fp64, global mean
+  at::Tensor var;     // [C] fp64, global biased variance
+  int64_t count = 0;  // global number of values per channel (sum over ranks of N * spatial)
 };
 
 // Training-mode batch norm over the global batch. Joins one allgather of every rank's
@@ -24,9 +24,8 @@ struct SyncBnStats {
 // (`why` says how): the rank still joins the collective, then every rank throws
 // hpctrain::Error naming it. Throws hpctrain::Error on every rank when the global count is
 // < 2 (no variance), as torch does for one value per channel.
-at::Tensor sync_batch_norm_train(const at::Tensor& x, const at::Tensor& weight,
-                                 const at::Tensor& bias, double eps, int64_t num_features,
-                                 Communicator& comm, const std::string& tag, SyncBnStats* stats,
+at::Tensor sync_batch_norm_train(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                                 int64_t num_features, Communicator& comm, const std::string& tag, SyncBnStats* stats,
                                  bool x_ok = true, const std::string& why = {});
 
 }  // namespace hpctrain

@@ -35,17 +35,13 @@ nlohmann::json ZeroPartition::to_json() const {
   for (const auto& b : buckets) {
     nlohmann::json ps = nlohmann::json::array();
     for (const auto& p : b.params) ps.push_back({p.name, p.offset, p.numel});
-    bs.push_back({{"dtype", b.dtype}, {"numel", b.numel}, {"padded", b.padded}, {"block", b.block},
-                  {"params", ps}});
+    bs.push_back({{"dtype", b.dtype}, {"numel", b.numel}, {"padded", b.padded}, {"block", b.block}, {"params", ps}});
   }
-  return {{"world_size", world_size}, {"shard_numel", shard_numel()}, {"padding", padding()},
-          {"buckets", bs}};
+  return {{"world_size", world_size}, {"shard_numel", shard_numel()}, {"padding", padding()}, {"buckets", bs}};
 }
 
 ZeroPartition ZeroPartition::from_json(const nlohmann::json& j, const std::string& source) {
-  auto bad = [&](const std::string& why) {
-    return Error(source + ": the ZeRO partition record is invalid: " + why);
-  };
+  auto bad = [&](const std::string& why) { return Error(source + ": the ZeRO partition record is invalid: " + why); };
   ZeroPartition z;
   try {
     z.world_size = j.at("world_size").get<int>();
@@ -67,9 +63,8 @@ ZeroPartition ZeroPartition::from_json(const nlohmann::json& j, const std::strin
       int64_t want = (b.numel + z.world_size - 1) / z.world_size * z.world_size;
       if (sum != b.numel || b.padded != want || b.block * z.world_size != b.padded)
         throw bad("bucket " + std::to_string(z.buckets.size()) + " sizes (" + std::to_string(b.numel) +
-                  " elements, padded " + std::to_string(b.padded) + ", block " +
-                  std::to_string(b.block) + ") do not add up over " + std::to_string(z.world_size) +
-                  " ranks");
+                  " elements, padded " + std::to_string(b.padded) + ", block " + std::to_string(b.block) +
+                  ") do not add up over " + std::to_string(z.world_size) + " ranks");
       z.buckets.push_back(std::move(b));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -78,8 +73,7 @@ ZeroPartition ZeroPartition::from_json(const nlohmann::json& j, const std::strin
   return z;
 }
 
-ZeroPartition make_zero_partition(const BucketPlan& plan, const std::vector<ParamSpec>& params,
-                                  int world) {
+ZeroPartition make_zero_partition(const BucketPlan& plan, const std::vector<ParamSpec>& params, int world) {
   if (world < 1) throw Error("ZeRO partition: world size " + std::to_string(world));
   ZeroPartition z;
   z.world_size = world;

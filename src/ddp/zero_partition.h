@@ -44,14 +44,13 @@ struct ZeroPartition {
 
   int64_t shard_numel() const;
   int64_t shard_offset(size_t bucket) const;
-  int64_t padding() const;       // zeros added over all buckets
-  int64_t param_numel() const;   // real elements over all buckets
+  int64_t padding() const;      // zeros added over all buckets
+  int64_t param_numel() const;  // real elements over all buckets
   nlohmann::json to_json() const;
   static ZeroPartition from_json(const nlohmann::json& j, const std::string& source);
 };
 
 // The partition of `plan` (built from `params`) over `world` ranks.
-ZeroPartition make_zero_partition(const BucketPlan& plan, const std::vector<ParamSpec>& params,
-                                  int world);
+ZeroPartition make_zero_partition(const BucketPlan& plan, const std::vector<ParamSpec>& params, int world);
 
 }  // namespace hpctrain

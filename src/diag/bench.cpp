@@ -15,9 +15,7 @@
 namespace hpctrain {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Time of `iters` calls of `fn`, slowest rank.
 template <class F>
@@ -37,13 +35,12 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes,
-                                               int64_t max_bytes, int iters) {
+std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes, int64_t max_bytes, int iters) {
   return bench_collective(comm, "allreduce", min_bytes, max_bytes, iters);
 }
 
-std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op,
-                                                int64_t min_bytes, int64_t max_bytes, int iters) {
+std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op, int64_t min_bytes,
+                                                int64_t max_bytes, int iters) {
   if (op != "allreduce" && op != "reduce_scatter" && op != "allgather")
     throw Error("bench: unknown collective " + op + " (allreduce, reduce_scatter, allgather)");
   std::vector<AllreduceBenchRow> rows;
@@ -61,21 +58,20 @@ std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std
     if (op == "allreduce") {
       run_ours = [&] { comm.allreduce(ours, ReduceOp::kSum, "bench")->wait(); };
       run_bare = [&] {
-        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), MPI_FLOAT,
-                                    MPI_SUM, raw));
+        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, raw));
       };
     } else if (op == "reduce_scatter") {
       run_ours = [&] { comm.reduce_scatter(ours, ours_out, ReduceOp::kSum, "bench")->wait(); };
       run_bare = [&] {
-        HPC_MPI_CHECK(MPI_Reduce_scatter_block(bare.data_ptr(), bare_out.data_ptr(),
-                                               static_cast<int>(block), MPI_FLOAT, MPI_SUM, raw));
+        HPC_MPI_CHECK(MPI_Reduce_scatter_block(bare.data_ptr(), bare_out.data_ptr(), static_cast<int>(block), MPI_FLOAT,
+                                               MPI_SUM, raw));
       };
     } else {
       at::Tensor mine = ours.narrow(0, comm.rank() * block, block);
       run_ours = [&, mine] { comm.allgather_into(mine, ours, "bench")->wait(); };
       run_bare = [&] {
-        HPC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, bare.data_ptr(),
-                                    static_cast<int>(block), MPI_FLOAT, raw));
+        HPC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, bare.data_ptr(), static_cast<int>(block),
+                                    MPI_FLOAT, raw));
       };
     }
     for (int w = 0; w < 2; ++w) run_ours(), run_bare();  // warm-up

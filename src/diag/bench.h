@@ -17,17 +17,16 @@ class MpiCommunicator;
 struct AllreduceBenchRow {
   int64_t bytes = 0;
   int iters = 0;
-  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;          // ours
+  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;              // ours
   double mpi_time_us = 0, mpi_algbw_GBps = 0, mpi_busbw_GBps = 0;  // the bare MPI call
 };
 
 // Sizes double from min_bytes to max_bytes. `iters` is the count at <= 4 MiB; larger sizes
 // scale it down (at least 5). Ours and bare MPI alternate in rounds; each reports its
 // median round, slowest rank.
-std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes,
-                                               int64_t max_bytes, int iters);
+std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes, int64_t max_bytes, int iters);
 // The same for `op`: "allreduce", "reduce_scatter" or "allgather" (else hpctrain::Error).
-std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op,
-                                                int64_t min_bytes, int64_t max_bytes, int iters);
+std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op, int64_t min_bytes,
+                                                int64_t max_bytes, int iters);
 
 }  // namespace hpctrain

@@ -109,7 +109,7 @@ std::vector<HostPairBandwidth> measure_host_pairs(MPI_Comm comm, int64_t bytes, 
     HPC_MPI_CHECK(MPI_Comm_free(&leaders));
   }
   // Rank 0 is host 0's leader: it has everything; the other ranks get it from rank 0 (and the
-// non-leaders wait here, quietly, while the leaders measure).
+  // non-leaders wait here, quietly, while the leaders measure).
   quiet_bcast(&hosts, 1, MPI_INT, 0, comm);
   const int pairs = hosts * (hosts - 1) / 2;
   flat.resize(4 * static_cast<size_t>(pairs));

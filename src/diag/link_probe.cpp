@@ -28,8 +28,10 @@ double LinkProbe::run(Communicator& comm) {
   double mine = 0;
   for (int p = 0; p < phases_; ++p) {
     double seconds = 0;
-    prober->probe_link(p == send_phase_ ? to_ : -1, p == recv_phase_ ? from_ : -1, kBytes, kRounds, &seconds,
-                    "straggler.link_probe")->wait();
+    prober
+        ->probe_link(p == send_phase_ ? to_ : -1, p == recv_phase_ ? from_ : -1, kBytes, kRounds, &seconds,
+                     "straggler.link_probe")
+        ->wait();
     if (p == send_phase_) mine = seconds;
   }
   return mine;

@@ -12,10 +12,14 @@ namespace {
 // Rank r contributes (r + 1) everywhere; results are closed forms in the world size n.
 double expected(ReduceOp op, int n) {
   switch (op) {
-    case ReduceOp::kSum: return n * (n + 1) / 2.0;
-    case ReduceOp::kAvg: return (n + 1) / 2.0;
-    case ReduceOp::kMax: return n;
-    case ReduceOp::kMin: return 1;
+    case ReduceOp::kSum:
+      return n * (n + 1) / 2.0;
+    case ReduceOp::kAvg:
+      return (n + 1) / 2.0;
+    case ReduceOp::kMax:
+      return n;
+    case ReduceOp::kMin:
+      return 1;
   }
   return 0;
 }
@@ -29,9 +33,8 @@ SelfTestResult compare(std::string name, const at::Tensor& got, const at::Tensor
   } else if (g.numel() > 0 && !at::allclose(g, w, 1e-6, 1e-6)) {
     r.ok = false;
     auto idx = (g - w).abs().argmax().item<int64_t>();
-    r.detail = "element " + std::to_string(idx) + " is " +
-               std::to_string(g.view(-1)[idx].item<double>()) + ", expected " +
-               std::to_string(w.view(-1)[idx].item<double>());
+    r.detail = "element " + std::to_string(idx) + " is " + std::to_string(g.view(-1)[idx].item<double>()) +
+               ", expected " + std::to_string(w.view(-1)[idx].item<double>());
   }
   return r;
 }
@@ -41,8 +44,7 @@ SelfTestResult compare(std::string name, const at::Tensor& got, const at::Tensor
 std::vector<SelfTestResult> run_collective_selftest(Communicator& comm, c10::Device device) {
   std::vector<SelfTestResult> out;
   const int n = comm.size(), me = comm.rank();
-  const at::ScalarType dtypes[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt,
-                                   at::kLong};
+  const at::ScalarType dtypes[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
   const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin};
   for (auto dt : dtypes) {
     for (auto op : ops) {
@@ -50,8 +52,8 @@ std::vector<SelfTestResult> run_collective_selftest(Communicator& comm, c10::Dev
       for (int64_t len : {1, 1000}) {
         auto opts = at::TensorOptions().dtype(dt).device(device);
         at::Tensor t = at::full({len}, me + 1, opts);
-        std::string name = std::string("allreduce ") + to_string(op) + " " + c10::toString(dt) +
-                           " n=" + std::to_string(len);
+        std::string name =
+            std::string("allreduce ") + to_string(op) + " " + c10::toString(dt) + " n=" + std::to_string(len);
         try {
           comm.allreduce(t, op, "doctor")->wait();
           out.push_back(compare(name, t, at::full({len}, expected(op, n), opts.dtype(at::kDouble))));
@@ -85,8 +87,10 @@ std::vector<SelfTestResult> run_collective_selftest(Communicator& comm, c10::Dev
         auto c = compare(name, parts[r], at::full({r, 3}, r, opts));
         if (!c.ok) out.push_back(c), ok = false;
       }
-      if (ok) out.push_back({name, true, ""});
-      else if (static_cast<int>(parts.size()) != n) out.push_back({name, false, "wrong part count"});
+      if (ok)
+        out.push_back({name, true, ""});
+      else if (static_cast<int>(parts.size()) != n)
+        out.push_back({name, false, "wrong part count"});
     } catch (const std::exception& e) {
       out.push_back({name, false, e.what()});
     }

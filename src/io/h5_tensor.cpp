@@ -37,15 +37,24 @@ Handle bool_type() {
 // The HDF5 file type for a torch dtype (also used as memory type: all little-endian here).
 Handle h5_type(at::ScalarType st) {
   switch (st) {
-    case at::kFloat: return Handle(H5Tcopy(H5T_IEEE_F32LE));
-    case at::kDouble: return Handle(H5Tcopy(H5T_IEEE_F64LE));
-    case at::kHalf: return half_type();
-    case at::kBFloat16: return Handle(H5Tcopy(H5T_STD_U16LE));
-    case at::kInt: return Handle(H5Tcopy(H5T_STD_I32LE));
-    case at::kLong: return Handle(H5Tcopy(H5T_STD_I64LE));
-    case at::kByte: return Handle(H5Tcopy(H5T_STD_U8LE));
-    case at::kBool: return bool_type();
-    default: fail(std::string("checkpoint: unsupported dtype ") + c10::toString(st));
+    case at::kFloat:
+      return Handle(H5Tcopy(H5T_IEEE_F32LE));
+    case at::kDouble:
+      return Handle(H5Tcopy(H5T_IEEE_F64LE));
+    case at::kHalf:
+      return half_type();
+    case at::kBFloat16:
+      return Handle(H5Tcopy(H5T_STD_U16LE));
+    case at::kInt:
+      return Handle(H5Tcopy(H5T_STD_I32LE));
+    case at::kLong:
+      return Handle(H5Tcopy(H5T_STD_I64LE));
+    case at::kByte:
+      return Handle(H5Tcopy(H5T_STD_U8LE));
+    case at::kBool:
+      return bool_type();
+    default:
+      fail(std::string("checkpoint: unsupported dtype ") + c10::toString(st));
   }
 }
 
@@ -74,31 +83,36 @@ Handle open_h5(const std::string& path) {
 std::string stored_dtype_name(at::ScalarType t) {
   // The names are the communicator's (one table for the project); checkpoints store a subset.
   switch (t) {
-    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
-    case at::kInt: case at::kLong: case at::kByte: case at::kBool:
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kInt:
+    case at::kLong:
+    case at::kByte:
+    case at::kBool:
       return hpctrain::dtype_name(t);
-    default: fail(std::string("checkpoint: unsupported dtype ") + c10::toString(t));
+    default:
+      fail(std::string("checkpoint: unsupported dtype ") + c10::toString(t));
   }
 }
 
 at::ScalarType dtype_from_name(const std::string& n) {
   static const std::pair<const char*, at::ScalarType> table[] = {
-      {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf},
-      {"bfloat16", at::kBFloat16}, {"int32", at::kInt}, {"int64", at::kLong},
-      {"uint8", at::kByte}, {"bool", at::kBool}};
+      {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
+      {"int32", at::kInt},     {"int64", at::kLong},     {"uint8", at::kByte},   {"bool", at::kBool}};
   for (auto& [name, st] : table)
     if (n == name) return st;
   fail("checkpoint: unknown dtype '" + printable(n) + "'");
 }
 
-int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress,
-                       bool write_data) {
+int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress, bool write_data) {
   TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "create_dataset needs a contiguous CPU tensor");
   auto g = lock();
   silence_errors();
   std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
   Handle space(t.dim() == 0 ? H5Screate(H5S_SCALAR)
-                                : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+                            : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_obj_track_times(dcpl.get(), 0);
   bool empty = t.numel() == 0;
@@ -137,8 +151,7 @@ at::Tensor read_tensor(hid_t file, const std::string& name) {
   Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
   if (!ds.valid()) fail("cannot open dataset " + printable(name));
   std::string dt;
-  if (!h5::read_attr_string(ds.get(), "dtype", &dt))
-    fail("dataset " + printable(name) + " has no dtype attribute");
+  if (!h5::read_attr_string(ds.get(), "dtype", &dt)) fail("dataset " + printable(name) + " has no dtype attribute");
   at::ScalarType st = dtype_from_name(dt);
   Handle space(H5Dget_space(ds.get()));
   int rank = H5Sget_simple_extent_ndims(space.get());

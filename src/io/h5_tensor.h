@@ -30,8 +30,7 @@ at::ScalarType dtype_from_name(const std::string& name);
 // storage is allocated contiguous and left unwritten, and its byte offset in the file is
 // returned: the caller supplies those bytes (see h5_image.h). An empty tensor has no storage
 // (returns -1 either way).
-int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress,
-                       bool write_data);
+int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress, bool write_data);
 
 // Reads dataset `name` as a CPU tensor of its stored torch dtype and shape.
 at::Tensor read_tensor(hid_t file, const std::string& name);

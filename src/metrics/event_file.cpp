@@ -18,9 +18,7 @@
 namespace hpctrain {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string host_name() {
   char buf[256] = {};
@@ -41,10 +39,10 @@ EventFileWriter::EventFileWriter(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir))
-    throw Error("--tensorboard " + dir + ": cannot create the directory: " +
-                (ec ? ec.message() : std::string("a file of that name exists")));
-  std::string base = dir + "/events.out.tfevents." +
-                     std::to_string(static_cast<long long>(now_s())) + "." + host_name();
+    throw Error("--tensorboard " + dir +
+                ": cannot create the directory: " + (ec ? ec.message() : std::string("a file of that name exists")));
+  std::string base =
+      dir + "/events.out.tfevents." + std::to_string(static_cast<long long>(now_s())) + "." + host_name();
   // O_EXCL: a name taken by an earlier run (same second, same host) gets a suffix instead.
   int fd = -1;
   for (int n = 0; fd < 0 && n < 1000; ++n) {

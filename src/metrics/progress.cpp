@@ -15,9 +15,12 @@ std::string format_duration(double s) {
   if (s < 0 || s != s) return "?";
   char buf[32];
   long t = static_cast<long>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof(buf), "%ldh%02ldm", t / 3600, t / 60 % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof(buf), "%ldm%02lds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof(buf), "%lds", t);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof(buf), "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60)
+    std::snprintf(buf, sizeof(buf), "%ldm%02lds", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof(buf), "%lds", t);
   return buf;
 }
 
@@ -61,9 +64,8 @@ void Reporter::progress(const ProgressLine& p) {
   std::snprintf(buf, sizeof(buf),
                 "epoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.0f samples/s data-wait %.1f%% "
                 "comm-blocked %.1f%% eta %s",
-                (long long)p.epoch, (long long)p.epochs, (long long)p.step, (long long)p.total_steps,
-                p.loss, p.lr, p.samples_per_s, p.data_wait_pct, p.comm_wait_pct,
-                format_duration(p.eta_s).c_str());
+                (long long)p.epoch, (long long)p.epochs, (long long)p.step, (long long)p.total_steps, p.loss, p.lr,
+                p.samples_per_s, p.data_wait_pct, p.comm_wait_pct, format_duration(p.eta_s).c_str());
   std::string line = p.note.empty() ? std::string(buf) : std::string(buf) + " | " + p.note;
   if (tty_) {
     std::printf("\r\033[K%s", line.c_str());

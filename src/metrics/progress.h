@@ -7,10 +7,10 @@
 //   configuration, then one {"type":"train",...} per log interval (with "per_rank": rank r's
 //   step_s, data_wait_s, compute_s, optimizer_s, comm_blocked_s, wait_s per step over the
 //   interval, "straggler" when a rank is named (metrics/straggler_watch.h), and "loss_scale"
-//   under fp16) and one {"type":"eval",...} per evaluation, one {"type":"checkpoint","step","stall_ms","write_ms","bytes","async",
-//   "final"} per committed checkpoint (stall: time the training loop was blocked by it; write:
-//   the write itself, in the background when async; final: the save at the end of the run or
-//   at preemption), and {"type":"summary",...} at the end. Lines are flushed as written.
+//   under fp16) and one {"type":"eval",...} per evaluation, one
+//   {"type":"checkpoint","step","stall_ms","write_ms","bytes","async", "final"} per committed checkpoint (stall: time
+//   the training loop was blocked by it; write: the write itself, in the background when async; final: the save at the
+//   end of the run or at preemption), and {"type":"summary",...} at the end. Lines are flushed as written.
 // - TensorBoard (open_tensorboard): every record given to metrics() also goes to a
 //   TensorBoardSink (metrics/tensorboard_sink.h), with or without a metrics file.
 // The metrics/ stage among the others, its threads and locks: docs/architecture.md.

@@ -35,10 +35,14 @@ double RankSplit::compute_s() const { return std::max(0.0, step_s - data_wait_s 
 
 const char* to_string(StragglerCause c) {
   switch (c) {
-    case StragglerCause::kData: return "data";
-    case StragglerCause::kCompute: return "compute";
-    case StragglerCause::kComm: return "comm";
-    case StragglerCause::kUnknown: return "unknown";
+    case StragglerCause::kData:
+      return "data";
+    case StragglerCause::kCompute:
+      return "compute";
+    case StragglerCause::kComm:
+      return "comm";
+    case StragglerCause::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -118,8 +122,7 @@ std::optional<StragglerFinding> slow_rank(const std::vector<RankSplit>& ranks, d
     f.value_s = ranks[s].compute_s();
     f.median_s = compute_med;
   } else {
-    f.cause = std::max(extra_data, extra_compute) < 0.25 * f.cost_s ? StragglerCause::kComm
-                                                                     : StragglerCause::kUnknown;
+    f.cause = std::max(extra_data, extra_compute) < 0.25 * f.cost_s ? StragglerCause::kComm : StragglerCause::kUnknown;
     f.value_s = ranks[s].wait_s;
     f.median_s = others_median(ranks, s, wait);
   }
@@ -131,28 +134,35 @@ std::optional<StragglerFinding> slow_rank(const std::vector<RankSplit>& ranks, d
 std::string describe_straggler(const StragglerFinding& f, const std::string& host, const std::string& link_host) {
   if (f.link_to >= 0) {
     char buf[320];
-    std::snprintf(buf, sizeof(buf),
-                  "rank %d on %s (+%.1f ms/step, comm: its link to rank %d%s%s took %.1f ms per %lld KiB vs median %.1f ms)",
-                  f.rank, host.c_str(), f.cost_s * 1e3, f.link_to, link_host.empty() ? "" : " on ", link_host.c_str(),
-                  f.value_s * 1e3, static_cast<long long>(kLinkProbeBytes >> 10), f.median_s * 1e3);
+    std::snprintf(
+        buf, sizeof(buf),
+        "rank %d on %s (+%.1f ms/step, comm: its link to rank %d%s%s took %.1f ms per %lld KiB vs median %.1f ms)",
+        f.rank, host.c_str(), f.cost_s * 1e3, f.link_to, link_host.empty() ? "" : " on ", link_host.c_str(),
+        f.value_s * 1e3, static_cast<long long>(kLinkProbeBytes >> 10), f.median_s * 1e3);
     return buf;
   }
   const char* what = "wait in collectives";
   if (f.cause == StragglerCause::kData) what = "data-wait";
   if (f.cause == StragglerCause::kCompute) what = "compute";
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "rank %d on %s (+%.1f ms/step, %s%s %.1f ms vs median %.1f ms)", f.rank,
-                host.c_str(), f.cost_s * 1e3, f.cause == StragglerCause::kComm ? "comm: its " :
-                f.cause == StragglerCause::kUnknown ? "cause unknown, " : "", what,
-                f.value_s * 1e3, f.median_s * 1e3);
+  std::snprintf(buf, sizeof(buf), "rank %d on %s (+%.1f ms/step, %s%s %.1f ms vs median %.1f ms)", f.rank, host.c_str(),
+                f.cost_s * 1e3,
+                f.cause == StragglerCause::kComm      ? "comm: its "
+                : f.cause == StragglerCause::kUnknown ? "cause unknown, "
+                                                      : "",
+                what, f.value_s * 1e3, f.median_s * 1e3);
   return buf;
 }
 
 nlohmann::json splits_json(const std::vector<RankSplit>& ranks) {
   nlohmann::json a = nlohmann::json::array();
   for (const RankSplit& r : ranks)
-    a.push_back({{"step_s", r.step_s}, {"data_wait_s", r.data_wait_s}, {"compute_s", r.compute_s()},
-                 {"optimizer_s", r.optimizer_s}, {"comm_blocked_s", r.comm_blocked_s}, {"wait_s", r.wait_s},
+    a.push_back({{"step_s", r.step_s},
+                 {"data_wait_s", r.data_wait_s},
+                 {"compute_s", r.compute_s()},
+                 {"optimizer_s", r.optimizer_s},
+                 {"comm_blocked_s", r.comm_blocked_s},
+                 {"wait_s", r.wait_s},
                  {"link_s", r.link_s}});
   return a;
 }

@@ -67,8 +67,11 @@ nlohmann::json StragglerWatch::record(const StragglerFinding& f, const std::vect
                       {"cause", to_string(f.cause)},
                       {"per_rank", splits_json(ranks)}};
   if (f.link_to >= 0)
-    j["link"] = {{"to", f.link_to}, {"to_host", host(f.link_to)}, {"probe_ms", f.value_s * 1e3},
-                 {"median_probe_ms", f.median_s * 1e3}, {"probe_bytes", LinkProbe::kBytes}};
+    j["link"] = {{"to", f.link_to},
+                 {"to_host", host(f.link_to)},
+                 {"probe_ms", f.value_s * 1e3},
+                 {"median_probe_ms", f.median_s * 1e3},
+                 {"probe_bytes", LinkProbe::kBytes}};
   return j;
 }
 

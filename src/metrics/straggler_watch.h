@@ -52,7 +52,7 @@ class StragglerWatch {
   double threshold_;
   std::vector<std::string> hosts_;
   int rank_;
-  double last_us_;  // Tracer clock at the previous interval's end
+  double last_us_;      // Tracer clock at the previous interval's end
   int candidate_ = -1;  // the rank found in the previous interval (-1: none)
   int intervals_ = 0;
   std::map<int, int> reported_;  // rank -> intervals in which it was reported

@@ -58,7 +58,7 @@ struct ModelSpec {
   // hpctrain::make_batch_norm, ddp/sync_batchnorm.h); null otherwise. BatchNorm layers held in
   // a Sequential/ModuleList/ModuleDict are converted by the trainer anyway.
   Communicator* sync_bn = nullptr;
-  c10::Device device{c10::kCPU};      // the run's device (the trainer moves the model there)
+  c10::Device device{c10::kCPU};  // the run's device (the trainer moves the model there)
 };
 
 // Builds a fresh model for `spec`. Called once per rank, with the same spec on every rank;

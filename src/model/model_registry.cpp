@@ -8,8 +8,8 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/check.h"
 #include "model/torchscript_model.h"
+#include "runtime/check.h"
 
 namespace hpctrain {
 namespace {
@@ -84,7 +84,8 @@ std::vector<std::string> load_model_library(const std::string& path) {
   }
   if (!errors.empty()) throw CollectiveError(where + ": " + join(errors, "; "));
   if (names.empty())
-    throw CollectiveError(where + ": registers no model (a plugin registers its models with "
+    throw CollectiveError(where +
+                          ": registers no model (a plugin registers its models with "
                           "HPCTRAIN_REGISTER_MODEL, see model/model_registry.h)");
   return names;
 }

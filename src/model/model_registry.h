@@ -45,6 +45,5 @@ struct ModelRegistrar {
 
 #define HPCTRAIN_CONCAT_INNER_(a, b) a##b
 #define HPCTRAIN_CONCAT_(a, b) HPCTRAIN_CONCAT_INNER_(a, b)
-#define HPCTRAIN_REGISTER_MODEL(name, description, factory)                          \
-  static ::hpctrain::ModelRegistrar HPCTRAIN_CONCAT_(hpctrain_model_registrar_, __LINE__)( \
-      name, description, factory)
+#define HPCTRAIN_REGISTER_MODEL(name, description, factory) \
+  static ::hpctrain::ModelRegistrar HPCTRAIN_CONCAT_(hpctrain_model_registrar_, __LINE__)(name, description, factory)

@@ -10,8 +10,8 @@
 #include <torch/nn/modules/pooling.h>
 
 #include "ddp/sync_batchnorm.h"
-#include "runtime/check.h"
 #include "model/model_registry.h"
+#include "runtime/check.h"
 
 namespace hpctrain {
 namespace nn = torch::nn;
@@ -45,8 +45,7 @@ struct PreActBlockImpl : nn::Module {
     register_module("bn2", bn2.ptr());
     conv2 = register_module("conv2", conv3x3(out, out));
     if (stride != 1 || in != out)
-      shortcut = register_module(
-          "shortcut", nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
+      shortcut = register_module("shortcut", nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
   }
   at::Tensor forward(at::Tensor x) {
     at::Tensor pre = at::relu(bn1.forward(x));
@@ -68,8 +67,7 @@ TORCH_MODULE(GlobalAvgPool);
 ClassifierNet make_mlp(const std::vector<int64_t>& shape, int64_t classes) {
   int64_t in = 1;
   for (int64_t d : shape) in *= d;
-  nn::Sequential features(nn::Flatten(), nn::Linear(in, 512), nn::ReLU(), nn::Linear(512, 256),
-                          nn::ReLU());
+  nn::Sequential features(nn::Flatten(), nn::Linear(in, 512), nn::ReLU(), nn::Linear(512, 256), nn::ReLU());
   return ClassifierNet(features, nn::Sequential(nn::Linear(256, classes)));
 }
 
@@ -105,13 +103,13 @@ ClassifierNet make_resnet(const std::vector<int64_t>& shape, int64_t classes, co
 
 }  // namespace
 
-ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& shape,
-                         int64_t num_classes, const NormFactory& norm) {
+ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& shape, int64_t num_classes,
+                         const NormFactory& norm) {
   if (num_classes < 1) throw CollectiveError("model " + name + " needs at least one output");
   if (name == "mlp") return make_mlp(shape, num_classes);
   if (shape.size() != 3)
-    throw CollectiveError("model " + name + " needs [C,H,W] samples, the data has " +
-                          std::to_string(shape.size()) + " sample dimension(s)");
+    throw CollectiveError("model " + name + " needs [C,H,W] samples, the data has " + std::to_string(shape.size()) +
+                          " sample dimension(s)");
   if ((name == "cnn" || name == "resnet") && (shape[1] < 4 || shape[2] < 4))
     throw CollectiveError("model " + name + " needs images of at least 4x4");
   if (name == "cnn") return make_cnn(shape, num_classes, norm);

@@ -41,8 +41,8 @@ TORCH_MODULE(ClassifierNet);
 
 // `sample_shape` is [C, H, W] (any shape for mlp); `num_classes` the number of outputs (>= 1).
 // Throws CollectiveError for an unknown name or unusable shape.
-ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& sample_shape,
-                         int64_t num_classes, const NormFactory& norm = batchnorm2d_factory());
+ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& sample_shape, int64_t num_classes,
+                         const NormFactory& norm = batchnorm2d_factory());
 
 int64_t count_parameters(torch::nn::Module& m);
 

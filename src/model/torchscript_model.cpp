@@ -60,10 +60,13 @@ torch::jit::Module load_checked(const std::string& bytes, const std::string& lab
     } catch (const c10::Error&) {
     }
     if (!zip)
-      throw CollectiveError(label + " is not a TorchScript archive (not a PyTorch zip file); save the model "
-                            "from Python with torch.jit.script(net).save(\"" + label + "\")");
+      throw CollectiveError(label +
+                            " is not a TorchScript archive (not a PyTorch zip file); save the model "
+                            "from Python with torch.jit.script(net).save(\"" +
+                            label + "\")");
     if (!has_code)
-      throw CollectiveError(label + " is a pickled object saved with torch.save (a state_dict?), not a "
+      throw CollectiveError(label +
+                            " is a pickled object saved with torch.save (a state_dict?), not a "
                             "TorchScript module: save the model itself with torch.jit.script(net).save(\"" +
                             label + "\") (or torch.jit.trace(net, example).save(...))");
   }
@@ -82,9 +85,10 @@ torch::jit::Module load_checked(const std::string& bytes, const std::string& lab
   bool one_in = args.size() == 2 && args[1].type()->kind() == c10::TypeKind::TensorType;
   bool one_out = rets.size() == 1 && rets[0].type()->kind() == c10::TypeKind::TensorType;
   if (!one_in || !one_out)
-    throw CollectiveError(label + ": forward(" + type_list(args, 1) + ") -> " +
-                          (rets.size() == 1 ? rets[0].type()->annotation_str() : std::string("(") + type_list(rets, 0) + ")") +
-                          "; hpctrain needs one tensor in, one tensor out: forward(self, x: Tensor) -> Tensor");
+    throw CollectiveError(
+        label + ": forward(" + type_list(args, 1) + ") -> " +
+        (rets.size() == 1 ? rets[0].type()->annotation_str() : std::string("(") + type_list(rets, 0) + ")") +
+        "; hpctrain needs one tensor in, one tensor out: forward(self, x: Tensor) -> Tensor");
   return m;
 }
 

@@ -27,9 +27,8 @@ class CollectiveError : public Error {
 
 }  // namespace hpctrain
 
-#define HPC_MPI_CHECK(call)                                                   \
-  do {                                                                        \
-    int hpc_mpi_rc_ = (call);                                                 \
-    if (hpc_mpi_rc_ != MPI_SUCCESS)                                           \
-      ::hpctrain::throw_mpi_error(hpc_mpi_rc_, #call, __FILE__, __LINE__);    \
+#define HPC_MPI_CHECK(call)                                                                              \
+  do {                                                                                                   \
+    int hpc_mpi_rc_ = (call);                                                                            \
+    if (hpc_mpi_rc_ != MPI_SUCCESS) ::hpctrain::throw_mpi_error(hpc_mpi_rc_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -10,8 +10,7 @@
 
 namespace hpctrain {
 
-DeviceChoice choose_device(const std::string& spec, int local_rank, int local_size,
-                           int visible_gpus) {
+DeviceChoice choose_device(const std::string& spec, int local_rank, int local_size, int visible_gpus) {
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   std::string seen = std::to_string(visible_gpus) + " visible GPU(s)" +
                      (cvd ? std::string(" with CUDA_VISIBLE_DEVICES=\"") + cvd + "\"" : "");
@@ -19,8 +18,7 @@ DeviceChoice choose_device(const std::string& spec, int local_rank, int local_si
   if (spec == "auto" && visible_gpus == 0) return {};
   if (spec == "auto" || spec == "cuda") {
     if (visible_gpus == 0)
-      throw CollectiveError("--device " + spec + " needs a CUDA GPU but this node has " + seen +
-                            "; use --device cpu");
+      throw CollectiveError("--device " + spec + " needs a CUDA GPU but this node has " + seen + "; use --device cpu");
     if (local_size > visible_gpus)
       throw CollectiveError(std::to_string(local_size) + " ranks on this node but only " + seen +
                             ": start at most one rank per GPU (no silent sharing)");
@@ -31,8 +29,7 @@ DeviceChoice choose_device(const std::string& spec, int local_rank, int local_si
     long n = std::strtol(spec.c_str() + 5, &end, 10);
     if (end == spec.c_str() + 5 || *end != '\0' || n < 0)
       throw CollectiveError("--device " + spec + ": expected cuda:N with N >= 0");
-    if (n >= visible_gpus)
-      throw CollectiveError("--device " + spec + " but this node has " + seen);
+    if (n >= visible_gpus) throw CollectiveError("--device " + spec + " but this node has " + seen);
     return {true, static_cast<int>(n)};
   }
   throw CollectiveError("--device " + spec + ": unknown device (allowed: auto, cpu, cuda, cuda:N)");

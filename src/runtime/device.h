@@ -19,8 +19,7 @@ struct DeviceChoice {
 };
 
 // Pure decision, for tests: no device is touched.
-DeviceChoice choose_device(const std::string& spec, int local_rank, int local_size,
-                           int visible_gpus);
+DeviceChoice choose_device(const std::string& spec, int local_rank, int local_size, int visible_gpus);
 
 // Number of CUDA devices this process sees (0 without a driver or without CUDA support).
 int visible_cuda_devices();

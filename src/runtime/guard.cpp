@@ -5,8 +5,8 @@
 #include <c10/util/Exception.h>
 
 #include <cstdio>
-#include <string>
 #include <exception>
+#include <string>
 
 #include "runtime/check.h"
 #include "runtime/world.h"

@@ -19,9 +19,7 @@ void Tracer::enable(int rank) {
 }
 
 double Tracer::now_us() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 void Tracer::record(std::string name, const char* cat, double t0_us, double t1_us, int tid) {
@@ -32,16 +30,20 @@ void Tracer::record(std::string name, const char* cat, double t0_us, double t1_u
 std::string Tracer::events_json() const {
   std::lock_guard<std::mutex> lk(mu_);
   nlohmann::json arr = nlohmann::json::array();
-  arr.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_},
-                 {"args", {{"name", "rank " + std::to_string(rank_)}}}});
+  arr.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", rank_}, {"args", {{"name", "rank " + std::to_string(rank_)}}}});
   for (auto& e : events_)
-    arr.push_back({{"name", e.name}, {"cat", e.cat}, {"ph", "X"}, {"pid", rank_}, {"tid", e.tid},
-                   {"ts", e.t0}, {"dur", e.t1 - e.t0}});
+    arr.push_back({{"name", e.name},
+                   {"cat", e.cat},
+                   {"ph", "X"},
+                   {"pid", rank_},
+                   {"tid", e.tid},
+                   {"ts", e.t0},
+                   {"dur", e.t1 - e.t0}});
   return arr.dump();
 }
 
-TraceSpan::TraceSpan(std::string name, const char* cat, int tid)
-    : on_(Tracer::get().enabled()), cat_(cat), tid_(tid) {
+TraceSpan::TraceSpan(std::string name, const char* cat, int tid) : on_(Tracer::get().enabled()), cat_(cat), tid_(tid) {
   if (!on_) return;
   name_ = std::move(name);
   t0_ = Tracer::now_us();

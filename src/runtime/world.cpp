@@ -61,10 +61,9 @@ World& World::init(int* argc, char*** argv) {
   HPC_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &w->rank_));
   HPC_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &w->size_));
   if (w->thread_level_ < MPI_THREAD_MULTIPLE) {
-    throw CollectiveError(
-        "the MPI library granted thread level " + std::to_string(w->thread_level_) +
-        " but hpctrain's communication thread needs MPI_THREAD_MULTIPLE (" +
-        std::to_string(MPI_THREAD_MULTIPLE) + "); use an MPI built with thread support");
+    throw CollectiveError("the MPI library granted thread level " + std::to_string(w->thread_level_) +
+                          " but hpctrain's communication thread needs MPI_THREAD_MULTIPLE (" +
+                          std::to_string(MPI_THREAD_MULTIPLE) + "); use an MPI built with thread support");
   }
   HPC_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &w->comm_));
   HPC_MPI_CHECK(MPI_Comm_rank(w->comm_, &w->rank_));

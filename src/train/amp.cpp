@@ -38,14 +38,10 @@ AutocastScope::~AutocastScope() {
   at::autocast::set_autocast_dtype(type_, prev_dtype_);
 }
 
-LossScaler::LossScaler(bool enabled, double init_scale, double growth, double backoff,
-                       int64_t growth_interval)
-    : enabled_(enabled), scale_(init_scale), growth_(growth), backoff_(backoff),
-      interval_(growth_interval) {}
+LossScaler::LossScaler(bool enabled, double init_scale, double growth, double backoff, int64_t growth_interval)
+    : enabled_(enabled), scale_(init_scale), growth_(growth), backoff_(backoff), interval_(growth_interval) {}
 
-at::Tensor LossScaler::scale_loss(const at::Tensor& loss) const {
-  return enabled_ ? loss * scale_ : loss;
-}
+at::Tensor LossScaler::scale_loss(const at::Tensor& loss) const { return enabled_ ? loss * scale_ : loss; }
 
 bool LossScaler::unscale_and_check(const std::vector<at::Tensor>& params, Communicator& comm) {
   if (!enabled_) return true;

@@ -36,8 +36,8 @@ class AutocastScope {
 
 class LossScaler {
  public:
-  explicit LossScaler(bool enabled, double init_scale = 65536.0, double growth = 2.0,
-                      double backoff = 0.5, int64_t growth_interval = 2000);
+  explicit LossScaler(bool enabled, double init_scale = 65536.0, double growth = 2.0, double backoff = 0.5,
+                      int64_t growth_interval = 2000);
   bool enabled() const { return enabled_; }
   at::Tensor scale_loss(const at::Tensor& loss) const;
   // Unscales gradients in place and returns true when every rank's gradients are finite.

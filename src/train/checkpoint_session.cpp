@@ -9,17 +9,16 @@
 #include <cstring>
 
 #include "dataset/dataset_info.h"
-#include "runtime/clock.h"
-#include "runtime/trace.h"
+#include "hpctrain_version.h"
 #include "metrics/progress.h"
 #include "model/torchscript_model.h"
+#include "runtime/clock.h"
+#include "runtime/trace.h"
 #include "train/train_optimizer.h"
-#include "hpctrain_version.h"
 
 namespace hpctrain {
 
-CheckpointSession::CheckpointSession(const TrainConfig& cfg, Communicator& comm, const ModelEntry& entry,
-                                     Reporter& rep)
+CheckpointSession::CheckpointSession(const TrainConfig& cfg, Communicator& comm, const ModelEntry& entry, Reporter& rep)
     : cfg_(cfg), entry_(entry), rep_(rep) {
   if (cfg.ckpt_dir.empty()) return;
   CheckpointOptions co;
@@ -34,8 +33,8 @@ CheckpointSession::CheckpointSession(const TrainConfig& cfg, Communicator& comm,
 
 CheckpointSession::~CheckpointSession() = default;
 
-std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimizer& opt,
-                                                       c10::Device device, int world_size, int64_t global_batch) {
+std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimizer& opt, c10::Device device,
+                                                       int world_size, int64_t global_batch) {
   if (cfg_.resume == "none") return std::nullopt;
   if (cfg_.resume == "auto" && cfg_.ckpt_dir.empty()) return std::nullopt;
   std::optional<std::string> path = find_resume(cfg_.ckpt_dir, cfg_.resume);
@@ -47,16 +46,15 @@ std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimi
   TrainProgress p = restore_model_state(st, model);
   opt.restore(st, *path);
   int64_t saved_world = st.meta.value("world_size", int64_t{world_size});
-  rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) +
-               ", epoch " + std::to_string(p.sampler.epoch + 1) + ", " +
-               std::to_string(p.sampler.samples_consumed) + " samples into the epoch (saved with " +
-               std::to_string(saved_world) + " rank(s); now " + std::to_string(world_size) +
-               ", global batch " + std::to_string(global_batch) + ")");
+  rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) + ", epoch " +
+               std::to_string(p.sampler.epoch + 1) + ", " + std::to_string(p.sampler.samples_consumed) +
+               " samples into the epoch (saved with " + std::to_string(saved_world) + " rank(s); now " +
+               std::to_string(world_size) + ", global batch " + std::to_string(global_batch) + ")");
   return p;
 }
 
-void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimizer& opt,
-                             const DatasetInfo& info, bool sync) {
+void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimizer& opt, const DatasetInfo& info,
+                             bool sync) {
   if (!writer_) return;
   TraceSpan span("checkpoint", "ckpt");
   auto t0 = std::chrono::steady_clock::now();
@@ -92,8 +90,12 @@ void CheckpointSession::report(int64_t final_step) {
   for (const CheckpointStats& c : writer_->take_completed()) {
     double stall = c.stall_s + capture_s_[c.step];
     capture_s_.erase(c.step);
-    rep_.metrics({{"type", "checkpoint"}, {"step", c.step}, {"stall_ms", stall * 1e3},
-                  {"write_ms", c.write_s * 1e3}, {"bytes", c.bytes}, {"async", c.async},
+    rep_.metrics({{"type", "checkpoint"},
+                  {"step", c.step},
+                  {"stall_ms", stall * 1e3},
+                  {"write_ms", c.write_s * 1e3},
+                  {"bytes", c.bytes},
+                  {"async", c.async},
                   {"final", c.step == final_step}});
   }
 }

@@ -20,8 +20,8 @@
 #include <optional>
 
 #include "ckpt/checkpoint.h"
-#include "train/config.h"
 #include "model/model_registry.h"
+#include "train/config.h"
 #include "train/train_state.h"
 
 namespace hpctrain {
@@ -41,8 +41,8 @@ class CheckpointSession {
 
   // --resume auto|none|PATH: restores model and optimizer; the progress to continue from, or
   // nullopt to start fresh. `global_batch` is only reported.
-  std::optional<TrainProgress> resume(Model& model, TrainOptimizer& opt, c10::Device device,
-                                      int world_size, int64_t global_batch);
+  std::optional<TrainProgress> resume(Model& model, TrainOptimizer& opt, c10::Device device, int world_size,
+                                      int64_t global_batch);
   // Captures the state at `p` and starts writing it (with `sync`, returns once committed).
   // Without `sync` (and with --ckpt-async) the parameters and optimizer state are copied on
   // the writer thread: before_update() must come before the next optimizer step.
@@ -62,7 +62,7 @@ class CheckpointSession {
   const ModelEntry& entry_;
   Reporter& rep_;
   std::unique_ptr<CheckpointWriter> writer_;
-  at::Tensor archive_tensor_;           // entry_.archive as uint8, for checkpoints
+  at::Tensor archive_tensor_;            // entry_.archive as uint8, for checkpoints
   std::map<int64_t, double> capture_s_;  // checkpoint step -> time to gather its state (stall)
 };
 

@@ -20,11 +20,16 @@ using json = nlohmann::json;
 
 template <class T>
 constexpr FieldKind kind_of() {
-  if constexpr (std::is_same_v<T, bool>) return FieldKind::kBool;
-  else if constexpr (std::is_integral_v<T>) return FieldKind::kInt;
-  else if constexpr (std::is_floating_point_v<T>) return FieldKind::kFloat;
-  else if constexpr (std::is_same_v<T, std::string>) return FieldKind::kString;
-  else return FieldKind::kStringList;
+  if constexpr (std::is_same_v<T, bool>)
+    return FieldKind::kBool;
+  else if constexpr (std::is_integral_v<T>)
+    return FieldKind::kInt;
+  else if constexpr (std::is_floating_point_v<T>)
+    return FieldKind::kFloat;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return FieldKind::kString;
+  else
+    return FieldKind::kStringList;
 }
 
 std::vector<std::string> split_choices(const std::string& s) {
@@ -48,10 +53,14 @@ std::string label_of(FieldKind k, const std::string& label, const std::vector<st
     return s + "}";
   }
   switch (k) {
-    case FieldKind::kInt: return "INT";
-    case FieldKind::kFloat: return "FLOAT";
-    case FieldKind::kBool: return "BOOL";
-    default: return "TEXT";
+    case FieldKind::kInt:
+      return "INT";
+    case FieldKind::kFloat:
+      return "FLOAT";
+    case FieldKind::kBool:
+      return "BOOL";
+    default:
+      return "TEXT";
   }
 }
 
@@ -67,11 +76,16 @@ std::string default_text_of(const json& v) {
 
 std::string kind_name(FieldKind k) {
   switch (k) {
-    case FieldKind::kInt: return "an integer";
-    case FieldKind::kFloat: return "a number";
-    case FieldKind::kBool: return "true or false";
-    case FieldKind::kString: return "a string";
-    case FieldKind::kStringList: return "a string or an array of strings";
+    case FieldKind::kInt:
+      return "an integer";
+    case FieldKind::kFloat:
+      return "a number";
+    case FieldKind::kBool:
+      return "true or false";
+    case FieldKind::kString:
+      return "a string";
+    case FieldKind::kStringList:
+      return "a string or an array of strings";
   }
   return "?";
 }
@@ -92,12 +106,13 @@ void validate(const FieldSpec& f, const json& v, const std::string& where) {
     bool free_text = false, ok = false;
     std::string allowed;
     for (auto& c : f.choices) {
-      if (c.empty()) free_text = true;
-      else allowed += (allowed.empty() ? "" : "|") + c;
+      if (c.empty())
+        free_text = true;
+      else
+        allowed += (allowed.empty() ? "" : "|") + c;
       ok = ok || c == s;
     }
-    if (!ok && !free_text)
-      throw CollectiveError(where + " = \"" + s + "\" is not allowed (allowed: " + allowed + ")");
+    if (!ok && !free_text) throw CollectiveError(where + " = \"" + s + "\" is not allowed (allowed: " + allowed + ")");
   }
 }
 
@@ -109,19 +124,22 @@ json parse_flag(const FieldSpec& f, const std::string& raw) {
   switch (f.kind) {
     case FieldKind::kInt: {
       long long v = std::strtoll(s, &end, 10);
-      if (end == s || *end || errno) throw CollectiveError(where + " expects " + kind_name(f.kind) + ", got \"" + raw + "\"");
+      if (end == s || *end || errno)
+        throw CollectiveError(where + " expects " + kind_name(f.kind) + ", got \"" + raw + "\"");
       return json(static_cast<int64_t>(v));
     }
     case FieldKind::kFloat: {
       double v = std::strtod(s, &end);
-      if (end == s || *end || errno) throw CollectiveError(where + " expects " + kind_name(f.kind) + ", got \"" + raw + "\"");
+      if (end == s || *end || errno)
+        throw CollectiveError(where + " expects " + kind_name(f.kind) + ", got \"" + raw + "\"");
       return json(v);
     }
     case FieldKind::kBool:
       if (raw == "true" || raw == "1" || raw.empty()) return json(true);
       if (raw == "false" || raw == "0") return json(false);
       throw CollectiveError(where + " expects true or false, got \"" + raw + "\"");
-    case FieldKind::kString: return json(raw);
+    case FieldKind::kString:
+      return json(raw);
     case FieldKind::kStringList: {
       json list = json::array();
       size_t p = 0;
@@ -186,12 +204,12 @@ const std::vector<FieldSpec>& config_fields() {
   static const std::vector<FieldSpec> fields = [] {
     const json defaults = TrainConfig().to_json();
     std::vector<FieldSpec> v;
-#define HPCTRAIN_FIELD_SPEC(type, name, def, label, choices, lo, hi, excl, help)                  \
-  {                                                                                             \
+#define HPCTRAIN_FIELD_SPEC(type, name, def, label, choices, lo, hi, excl, help)                     \
+  {                                                                                                  \
     FieldSpec f{#name, kind_of<type>(), help, split_choices(choices), double(lo), double(hi), excl}; \
-    f.label = label_of(f.kind, label, f.choices);                                               \
-    f.default_text = default_text_of(defaults[#name]);                                          \
-    v.push_back(std::move(f));                                                                  \
+    f.label = label_of(f.kind, label, f.choices);                                                    \
+    f.default_text = default_text_of(defaults[#name]);                                               \
+    v.push_back(std::move(f));                                                                       \
   }
     HPCTRAIN_CONFIG_FIELDS(HPCTRAIN_FIELD_SPEC)
 #undef HPCTRAIN_FIELD_SPEC
@@ -233,8 +251,7 @@ CommSettings comm_settings(const TrainConfig& c) {
   return s;
 }
 
-TrainConfig load_config(const std::string& toml_path,
-                        const std::map<std::string, std::string>& flags) {
+TrainConfig load_config(const std::string& toml_path, const std::map<std::string, std::string>& flags) {
   json j = TrainConfig().to_json();
   // The environment sits between the defaults and the file (flags > TOML > env > defaults).
   const CommSettings env = CommSettings::from_env();
@@ -242,15 +259,14 @@ TrainConfig load_config(const std::string& toml_path,
   j["debug_collectives"] = env.debug_collectives;
   validate(*find_field("collective_timeout"), j["collective_timeout"], "HPCTRAIN_COLLECTIVE_TIMEOUT");
   if (!toml_path.empty()) {
-    if (!std::filesystem::exists(toml_path))
-      throw CollectiveError("config file " + toml_path + " does not exist");
+    if (!std::filesystem::exists(toml_path)) throw CollectiveError("config file " + toml_path + " does not exist");
     toml::table tbl;
     try {
       tbl = toml::parse_file(toml_path);
     } catch (const toml::parse_error& e) {
       const auto& src = e.source();
-      throw CollectiveError("config file " + toml_path + " is not valid TOML (line " +
-                            std::to_string(src.begin.line) + "): " + std::string(e.description()));
+      throw CollectiveError("config file " + toml_path + " is not valid TOML (line " + std::to_string(src.begin.line) +
+                            "): " + std::string(e.description()));
     }
     for (auto&& [k, node] : tbl) {
       std::string key(k.str());
@@ -285,14 +301,15 @@ nlohmann::json TrainConfig::to_json() const {
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   TrainConfig c;
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!find_field(it.key())) throw CollectiveError("config key " + it.key() + " is not a known key (known: " + all_keys() + ")");
-#define HPCTRAIN_FIELD_FROM_JSON(type, name, ...)                                              \
-  if (j.contains(#name)) {                                                                    \
-    try {                                                                                     \
-      j.at(#name).get_to(c.name);                                                             \
-    } catch (const nlohmann::json::exception&) {                                             \
+    if (!find_field(it.key()))
+      throw CollectiveError("config key " + it.key() + " is not a known key (known: " + all_keys() + ")");
+#define HPCTRAIN_FIELD_FROM_JSON(type, name, ...)                                                    \
+  if (j.contains(#name)) {                                                                           \
+    try {                                                                                            \
+      j.at(#name).get_to(c.name);                                                                    \
+    } catch (const nlohmann::json::exception&) {                                                     \
       throw CollectiveError("config key " #name " = " + j.at(#name).dump() + " has the wrong type"); \
-    }                                                                                         \
+    }                                                                                                \
   }
   HPCTRAIN_CONFIG_FIELDS(HPCTRAIN_FIELD_FROM_JSON)
 #undef HPCTRAIN_FIELD_FROM_JSON

@@ -100,10 +100,10 @@ struct TrainConfig {
 enum class FieldKind { kInt, kFloat, kBool, kString, kStringList };
 
 struct FieldSpec {
-  std::string key;   // snake_case TOML key; the flag is --key with '_' -> '-'
+  std::string key;  // snake_case TOML key; the flag is --key with '_' -> '-'
   FieldKind kind;
   std::string help;
-  std::vector<std::string> choices;  // for strings with a fixed set (empty: free text)
+  std::vector<std::string> choices;   // for strings with a fixed set (empty: free text)
   double min = kNoMin, max = kNoMax;  // inclusive range for numbers
   bool min_exclusive = false;
   std::string label;         // the value's name in --help: INT, FLOAT, BOOL, TEXT, PATH, {a,b}...
@@ -118,8 +118,7 @@ std::string flag_of(const std::string& key);
 // Builds the configuration: defaults, then the environment, then the TOML file (if non-empty),
 // then `flags` (key -> raw string from the command line), then check_pairings. Throws
 // CollectiveError on any problem.
-TrainConfig load_config(const std::string& toml_path,
-                        const std::map<std::string, std::string>& flags);
+TrainConfig load_config(const std::string& toml_path, const std::map<std::string, std::string>& flags);
 
 // Option pairings that cannot work, each a CollectiveError naming both options: no --data,
 // --grad-accum not dividing --batch-size, --zero 2/3, --zero 1 with an optimizer without a

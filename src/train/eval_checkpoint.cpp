@@ -11,15 +11,15 @@
 #include "comm/open_run.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
+#include "model/model_registry.h"
+#include "model/torchscript_model.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
-#include "runtime/tensor_text.h"
 #include "runtime/device.h"
+#include "runtime/tensor_text.h"
 #include "runtime/world.h"
 #include "train/evaluate.h"
 #include "train/loss.h"
-#include "model/model_registry.h"
-#include "model/torchscript_model.h"
 
 namespace hpctrain {
 namespace {
@@ -37,11 +37,14 @@ ModelFactory factory_for(const CheckpointState& st, const EvalRequest& req) {
         return torchscript_factory(std::string(static_cast<const char*>(bytes.data_ptr()), bytes.numel()),
                                    req.ckpt + " (TorchScript module " + name + ")");
       }
-    throw CollectiveError(req.ckpt + " holds no TorchScript module (a merged file keeps only the weights): "
-                          "evaluate the checkpoint directory, or pass --model " + name);
+    throw CollectiveError(req.ckpt +
+                          " holds no TorchScript module (a merged file keeps only the weights): "
+                          "evaluate the checkpoint directory, or pass --model " +
+                          name);
   }
   if (origin == "program")
-    throw CollectiveError(req.ckpt + " holds model \"" + name + "\" built by a program's own factory; "
+    throw CollectiveError(req.ckpt + " holds model \"" + name +
+                          "\" built by a program's own factory; "
                           "evaluate it with that program (hpctrain::evaluate_checkpoint with its factory)");
   for (const auto& lib : req.model_lib) load_model_library(lib);
   for (const auto& e : registered_models())
@@ -99,12 +102,18 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
     load_model_state(st, target, "checkpoint " + req.ckpt);
     loss = std::make_unique<Loss>(loss_name, spec.num_classes);
   });
-  EvalResult r = evaluate(*model, [&](const at::Tensor& x) { return model->forward(x); }, *loss, *loader, comm);
+  EvalResult r = evaluate(
+      *model, [&](const at::Tensor& x) { return model->forward(x); }, *loss, *loader, comm);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {{"world_size", w.size()}, {"device", dev.cuda ? "cuda" : "cpu"},
-          {"ckpt", req.ckpt}, {"model", st.meta["model"]},
-          {"step", st.meta.value("step", int64_t{-1})}, {"test_loss", r.loss},
-          {"test_accuracy", r.accuracy}, {"samples", r.samples}, {"wall_s", wall}};
+  return {{"world_size", w.size()},
+          {"device", dev.cuda ? "cuda" : "cpu"},
+          {"ckpt", req.ckpt},
+          {"model", st.meta["model"]},
+          {"step", st.meta.value("step", int64_t{-1})},
+          {"test_loss", r.loss},
+          {"test_accuracy", r.accuracy},
+          {"samples", r.samples},
+          {"wall_s", wall}};
 }
 
 }  // namespace hpctrain

@@ -31,7 +31,7 @@ struct EvalRequest {
   std::string device = "auto";         // auto|cpu|cuda|cuda:N
   int64_t batch_size = 256;            // per rank
   std::vector<std::string> model_lib;  // plugins to load first
-  std::string model;  // the model to load the weights into; "" = the one the checkpoint names
+  std::string model;                   // the model to load the weights into; "" = the one the checkpoint names
 };
 
 nlohmann::json evaluate_checkpoint(World& world, const EvalRequest& req, ModelFactory factory = {});

@@ -4,19 +4,18 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
 #include <ATen/core/grad_mode.h>
+#include <cmath>
 
 #include "comm/communicator.h"
 #include "dataset/loader.h"
+#include "model/model.h"
 #include "runtime/trace.h"
 #include "train/loss.h"
-#include "model/model.h"
 
 namespace hpctrain {
 
-EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader,
-                    Communicator& comm) {
+EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader, Communicator& comm) {
   TraceSpan span("eval", "eval");
   bool was_training = model.is_training();
   model.train(false);
@@ -41,7 +40,8 @@ EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Load
   r.samples = static_cast<int64_t>(sums[2].item<double>());
   r.loss = r.samples ? sums[0].item<double>() / r.samples : 0;
   r.accuracy = !loss.classification() ? std::nan("")  // JSON null: regression has no accuracy
-               : r.samples ? sums[1].item<double>() / r.samples : 0;
+               : r.samples            ? sums[1].item<double>() / r.samples
+                                      : 0;
   return r;
 }
 

@@ -24,7 +24,6 @@ struct EvalResult {
 
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 
-EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader,
-                    Communicator& comm);
+EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader, Communicator& comm);
 
 }  // namespace hpctrain

@@ -15,7 +15,8 @@ Loss::Loss(const std::string& name, int64_t num_classes) : name_(name), num_clas
 }
 
 namespace {
-at::Tensor regression_loss(const std::string& name, const at::Tensor& out, const at::Tensor& t, at::Reduction::Reduction r) {
+at::Tensor regression_loss(const std::string& name, const at::Tensor& out, const at::Tensor& t,
+                           at::Reduction::Reduction r) {
   at::Tensor o = out.to(at::kFloat);
   if (name == "mse") return at::mse_loss(o, t, r);
   if (name == "l1") return at::l1_loss(o, t, r);
@@ -32,9 +33,8 @@ void Loss::check_output(const at::Tensor& out, const at::Tensor& targets) const 
   }
   if (out.dim() == 2 && out.size(0) == b && out.size(1) == num_classes_) return;
   throw CollectiveError("model output " + shape_string(out.sizes()) + " does not fit targets " +
-                        shape_string(targets.sizes()) + " with " + std::to_string(num_classes_) +
-                        " classes: " + name_ + " needs [" + std::to_string(b) + "," +
-                        std::to_string(num_classes_) + "]");
+                        shape_string(targets.sizes()) + " with " + std::to_string(num_classes_) + " classes: " + name_ +
+                        " needs [" + std::to_string(b) + "," + std::to_string(num_classes_) + "]");
 }
 
 at::Tensor Loss::mean_loss(const at::Tensor& out, const at::Tensor& targets) const {

@@ -12,17 +12,15 @@
 
 namespace hpctrain {
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
-                                                        std::vector<at::Tensor> params,
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<at::Tensor> params,
                                                         double base_lr) {
   if (c.optimizer == "adamw")
-    return std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(base_lr).weight_decay(c.weight_decay));
-  return std::make_unique<torch::optim::SGD>(
-      params, torch::optim::SGDOptions(base_lr)
-                  .momentum(c.momentum)
-                  .nesterov(c.nesterov && c.momentum > 0)
-                  .weight_decay(c.weight_decay));
+    return std::make_unique<torch::optim::AdamW>(params,
+                                                 torch::optim::AdamWOptions(base_lr).weight_decay(c.weight_decay));
+  return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(base_lr)
+                                                         .momentum(c.momentum)
+                                                         .nesterov(c.nesterov && c.momentum > 0)
+                                                         .weight_decay(c.weight_decay));
 }
 
 double scaled_lr(const TrainConfig& c, int64_t global_batch) {
@@ -33,8 +31,7 @@ LrSchedule::LrSchedule(const TrainConfig& c, double base_lr, int64_t total_steps
     : c_(c), base_lr_(base_lr), total_(std::max<int64_t>(total_steps, 1)) {}
 
 double LrSchedule::lr_at(int64_t step) const {
-  if (c_.warmup_steps > 0 && step < c_.warmup_steps)
-    return base_lr_ * static_cast<double>(step + 1) / c_.warmup_steps;
+  if (c_.warmup_steps > 0 && step < c_.warmup_steps) return base_lr_ * static_cast<double>(step + 1) / c_.warmup_steps;
   int64_t t = step - c_.warmup_steps;
   if (c_.schedule == "cosine") {
     int64_t span = std::max<int64_t>(total_ - c_.warmup_steps, 1);
@@ -64,8 +61,7 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   return total;
 }
 
-double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm,
-                              Communicator& comm) {
+double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm, Communicator& comm) {
   at::Tensor sq = at::zeros({1}, at::kDouble);
   for (const auto& g : grad_blocks) sq += g.detach().to(at::kDouble).pow(2).sum().cpu();
   if (comm.size() > 1) comm.allreduce(sq, ReduceOp::kSum, "zero.grad_norm")->wait();

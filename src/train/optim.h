@@ -20,8 +20,7 @@ namespace hpctrain {
 
 class Communicator;
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
-                                                        std::vector<at::Tensor> params,
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<at::Tensor> params,
                                                         double base_lr);
 
 class LrSchedule {
@@ -45,7 +44,6 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 // The same for ZeRO-1 gradient shards: each rank's squared norm is summed over ranks (one
 // allreduce, collective), so the norm and the scale are the global ones on every rank.
-double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm,
-                              Communicator& comm);
+double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm, Communicator& comm);
 
 }  // namespace hpctrain

@@ -23,9 +23,8 @@ ShardedOptimizer::ShardedOptimizer(ShardedOptimOptions opts, std::vector<at::Ten
   if (params_.size() != grads_.size()) throw Error("sharded optimizer: parameter and gradient block counts differ");
   for (size_t b = 0; b < params_.size(); ++b) {
     if (params_[b].numel() != grads_[b].numel())
-      throw Error("sharded optimizer: block " + std::to_string(b) + " has " +
-                  std::to_string(params_[b].numel()) + " parameters but " +
-                  std::to_string(grads_[b].numel()) + " gradients");
+      throw Error("sharded optimizer: block " + std::to_string(b) + " has " + std::to_string(params_[b].numel()) +
+                  " parameters but " + std::to_string(grads_[b].numel()) + " gradients");
     offsets_.push_back(numel_);
     numel_ += params_[b].numel();
   }
@@ -79,8 +78,10 @@ void ShardedOptimizer::step() {
     at::Tensor d = grads_[b];
     if (opts_.weight_decay != 0) d = d.add(p, opts_.weight_decay);
     if (opts_.momentum != 0) {
-      if (fresh) buf[b].copy_(d);
-      else buf[b].mul_(opts_.momentum).add_(d, 1.0);  // dampening 0, as the trainer's SGD
+      if (fresh)
+        buf[b].copy_(d);
+      else
+        buf[b].mul_(opts_.momentum).add_(d, 1.0);  // dampening 0, as the trainer's SGD
       d = opts_.nesterov ? d.add(buf[b], opts_.momentum) : buf[b];
     }
     p.add_(d, -lr);

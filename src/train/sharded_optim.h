@@ -32,8 +32,7 @@ struct ShardedOptimOptions {
 
 class ShardedOptimizer {
  public:
-  ShardedOptimizer(ShardedOptimOptions opts, std::vector<at::Tensor> param_blocks,
-                   std::vector<at::Tensor> grad_blocks);
+  ShardedOptimizer(ShardedOptimOptions opts, std::vector<at::Tensor> param_blocks, std::vector<at::Tensor> grad_blocks);
   void set_lr(double lr) { opts_.lr = lr; }
   double lr() const { return opts_.lr; }
   void step();

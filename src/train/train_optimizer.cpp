@@ -9,9 +9,9 @@
 #include "ckpt/zero_state.h"
 #include "comm/communicator.h"
 #include "ddp/ddp.h"
+#include "model/model.h"
 #include "runtime/check.h"
 #include "train/amp.h"
-#include "model/model.h"
 #include "train/optim.h"
 #include "train/sharded_optim.h"
 #include "train/train_state.h"
@@ -88,8 +88,10 @@ class ZeroOptimizer final : public TrainOptimizer {
     const ZeroPartition& z = ddp_.zero_partition();
     for (const auto& [slot, mine] : opt_->state()) {
       at::Tensor all = at::empty({mine.numel() * comm_.size()}, mine.options());
-      if (comm_.size() > 1) comm_.allgather_into(mine, all, "zero.ckpt_gather")->wait();
-      else all.copy_(mine);
+      if (comm_.size() > 1)
+        comm_.allgather_into(mine, all, "zero.ckpt_gather")->wait();
+      else
+        all.copy_(mine);
       for (int r = 0; r < comm_.size(); ++r)
         st.tensors.emplace_back(zero_shard_name(r, slot), all.narrow(0, r * mine.numel(), mine.numel()));
     }
@@ -123,8 +125,7 @@ class ZeroOptimizer final : public TrainOptimizer {
 
 }  // namespace
 
-std::unique_ptr<TrainOptimizer> make_train_optimizer(const TrainConfig& c, Model& model,
-                                                     DistributedDataParallel& ddp,
+std::unique_ptr<TrainOptimizer> make_train_optimizer(const TrainConfig& c, Model& model, DistributedDataParallel& ddp,
                                                      Communicator& comm, double base_lr) {
   if (!ddp.zero()) return std::make_unique<ReplicatedOptimizer>(c, model, comm, base_lr);
   check_sharded_optimizer(c.optimizer);

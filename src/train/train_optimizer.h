@@ -43,8 +43,7 @@ class TrainOptimizer {
 };
 
 // The replicated optimizer with --zero 0, the sharded one with --zero 1 (ddp built with zero).
-std::unique_ptr<TrainOptimizer> make_train_optimizer(const TrainConfig& c, Model& model,
-                                                     DistributedDataParallel& ddp,
+std::unique_ptr<TrainOptimizer> make_train_optimizer(const TrainConfig& c, Model& model, DistributedDataParallel& ddp,
                                                      Communicator& comm, double base_lr);
 
 }  // namespace hpctrain

@@ -36,22 +36,21 @@ std::map<void*, std::string> param_names(Model& model) {
 
 }  // namespace
 
-CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt,
-                                    const TrainProgress& p, const nlohmann::json& extra_meta) {
+CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt, const TrainProgress& p,
+                                    const nlohmann::json& extra_meta) {
   CheckpointState st = capture_model_state(model, p, extra_meta);
   append_optimizer_state(st, model, opt);
   return st;
 }
 
-TrainProgress restore_train_state(const CheckpointState& st, Model& model,
-                                  torch::optim::Optimizer& opt) {
+TrainProgress restore_train_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt) {
   TrainProgress p = restore_model_state(st, model);
   restore_optimizer_state(st, model, opt);
   return p;
 }
 
-CheckpointState capture_model_state(Model& model, const TrainProgress& p,
-                                    const nlohmann::json& extra_meta, bool copy_buffers) {
+CheckpointState capture_model_state(Model& model, const TrainProgress& p, const nlohmann::json& extra_meta,
+                                    bool copy_buffers) {
   CheckpointState st;
   for (auto& [name, p] : model.named_parameters()) st.tensors.emplace_back("model/" + name, p.detach());
   for (auto& [name, b] : model.named_buffers())

@@ -9,8 +9,8 @@
 //   loss-scaler state, schedule, config, model name and data shape (so `hpctrain eval` can
 //   rebuild the model from the checkpoint alone).
 // - restore() is the inverse (state/rng.cuda only when both checkpoint and model have it: a
-//   CPU checkpoint resumed on a GPU keeps the GPU's fresh generator, and the reverse); a checkpoint of another model is an error listing missing keys,
-//   unexpected keys and shape mismatches (through load_model's rules).
+//   CPU checkpoint resumed on a GPU keeps the GPU's fresh generator, and the reverse); a checkpoint of another model is
+//   an error listing missing keys, unexpected keys and shape mismatches (through load_model's rules).
 #pragma once
 
 #include <torch/optim/optimizer.h>
@@ -31,19 +31,18 @@ struct TrainProgress {
   int64_t scaler_good = 0;
 };
 
-CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt,
-                                    const TrainProgress& progress, const nlohmann::json& extra_meta);
+CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt, const TrainProgress& progress,
+                                    const nlohmann::json& extra_meta);
 
 // Restores model, optimizer and RNG from `st`; returns the progress saved with it.
-TrainProgress restore_train_state(const CheckpointState& st, Model& model,
-                                  torch::optim::Optimizer& opt);
+TrainProgress restore_train_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt);
 
 // The two halves of each, for optimizers that keep their state elsewhere (train_optimizer.h):
 // model/, state/rng.* and the metadata; then a torch::optim optimizer's optim/ tensors.
 // `copy_buffers`: the buffers are copies (for a snapshot taken later: the next forward updates
 // BatchNorm's running statistics, ckpt Snapshot::kBeforeUpdate); parameters are always aliases.
-CheckpointState capture_model_state(Model& model, const TrainProgress& progress,
-                                    const nlohmann::json& extra_meta, bool copy_buffers = false);
+CheckpointState capture_model_state(Model& model, const TrainProgress& progress, const nlohmann::json& extra_meta,
+                                    bool copy_buffers = false);
 void append_optimizer_state(CheckpointState& st, Model& model, torch::optim::Optimizer& opt);
 TrainProgress restore_model_state(const CheckpointState& st, Model& model);
 void restore_optimizer_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt);

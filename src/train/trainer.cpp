@@ -19,22 +19,22 @@
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
+#include "metrics/progress.h"
+#include "metrics/step_stats.h"
+#include "metrics/trace_file.h"
+#include "model/model.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
-#include "runtime/tensor_text.h"
 #include "runtime/device.h"
+#include "runtime/tensor_text.h"
 #include "runtime/trace.h"
 #include "runtime/world.h"
 #include "train/amp.h"
 #include "train/device_check.h"
 #include "train/evaluate.h"
-#include "model/model.h"
 #include "train/optim.h"
 #include "train/preempt.h"
-#include "metrics/progress.h"
 #include "train/step_boundary.h"
-#include "metrics/step_stats.h"
-#include "metrics/trace_file.h"
 #include "train/train_state.h"
 #include "train/trainer_state_impl.h"
 
@@ -60,7 +60,7 @@ nlohmann::json train(World& world, const TrainConfig& config, ModelFactory facto
 
 void Trainer::State::setup() {
   // Decisions every rank reaches identically come first, before any data or device is touched.
-  check_pairings(cfg);  // again, for configs built in code rather than by load_config
+  check_pairings(cfg);                   // again, for configs built in code rather than by load_config
   CommSettings cs = comm_settings(cfg);  // the environment's values are in cfg already (load_config)
   RunContext run = open_run(world, cfg.device, cs);
   dev = run.dev;
@@ -96,7 +96,8 @@ void Trainer::State::setup() {
     if (a.sample_shape != b.sample_shape || a.target_shape != b.target_shape)
       throw CollectiveError("the test set's samples " + shape_string(b.sample_shape) + " / targets " +
                             shape_string(b.target_shape) + " differ from the training set's " +
-                            shape_string(a.sample_shape) + " / " + shape_string(a.target_shape) + " (" + cfg.data + ")");
+                            shape_string(a.sample_shape) + " / " + shape_string(a.target_shape) + " (" + cfg.data +
+                            ")");
   });
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
@@ -121,12 +122,11 @@ void Trainer::State::setup() {
     rep->open_metrics(cfg.metrics, cfg.to_json());
   });
   rep->message("hpctrain train: config " + cfg.to_json().dump());
-  rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " +
-               std::to_string(world.node_count()) + " node(s), device " + dev.str() + ", model " +
-               cfg.model + " (" + std::to_string(count_parameters(*model)) + " parameters), " +
-               "global batch " + std::to_string(global_batch) + " (" +
-               std::to_string(cfg.batch_size) + " per rank), " + std::to_string(steps_per_epoch) +
-               " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
+  rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(world.node_count()) +
+               " node(s), device " + dev.str() + ", model " + cfg.model + " (" +
+               std::to_string(count_parameters(*model)) + " parameters), " + "global batch " +
+               std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
+               std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
 }
 
@@ -138,7 +138,8 @@ std::string Trainer::State::optimizer_line() const {
     std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (replicated)", cfg.optimizer.c_str(), mib);
   } else {
     const ZeroPartition& z = ddp->zero_partition();
-    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (ZeRO-1: 1/%d of it, %lld padding element(s))",
+    std::snprintf(buf, sizeof(buf),
+                  "optimizer %s, state %.2f MiB per rank (ZeRO-1: 1/%d of it, %lld padding element(s))",
                   cfg.optimizer.c_str(), mib, z.world_size, static_cast<long long>(z.padding()));
   }
   return buf;
@@ -190,8 +191,7 @@ void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
 
 void Trainer::State::train_step(const Batch& b) {
   if (!devices_checked) {
-    check_devices({{"images", b.images}, {"labels", b.labels}, {"model parameters", params[0]}},
-                  device);
+    check_devices({{"images", b.images}, {"labels", b.labels}, {"model parameters", params[0]}}, device);
     devices_checked = true;
   }
   opt->set_lr(sched->lr_at(step));
@@ -232,8 +232,12 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
   // reproduces this result (no-op without broadcast buffers, i.e. with SyncBN or one rank).
   ddp->prepare_forward();
   EvalResult r = evaluate(*model, forward_fn(), *loss, *test, *comm);
-  rep->metrics({{"type", "eval"}, {"step", step}, {"epoch", epoch}, {"test_loss", r.loss},
-                {"test_accuracy", r.accuracy}, {"samples", r.samples}});
+  rep->metrics({{"type", "eval"},
+                {"step", step},
+                {"epoch", epoch},
+                {"test_loss", r.loss},
+                {"test_accuracy", r.accuracy},
+                {"samples", r.samples}});
   char buf[160];
   std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f%s (%lld samples)",
                 (long long)epoch + 1, (long long)step, r.loss,
@@ -246,13 +250,26 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
 void Trainer::State::log_interval(int64_t epoch) {
   IntervalReport iv = stats.close_interval(*comm, world.size(), [this] { return link_probe->run(*comm); });
   double step_time = stats.mean_step_seconds();
-  ProgressLine p{epoch + 1, cfg.epochs, step, total_steps, iv.loss, sched->lr_at(step - 1),
-                 iv.samples_per_s, iv.data_wait_pct, iv.comm_wait_pct,
+  ProgressLine p{epoch + 1,
+                 cfg.epochs,
+                 step,
+                 total_steps,
+                 iv.loss,
+                 sched->lr_at(step - 1),
+                 iv.samples_per_s,
+                 iv.data_wait_pct,
+                 iv.comm_wait_pct,
                  step_time * static_cast<double>(total_steps - step)};
-  nlohmann::json rec = {{"type", "train"}, {"step", step}, {"epoch", epoch}, {"lr", p.lr},
-                        {"loss", iv.loss}, {"samples_per_s", iv.samples_per_s},
-                        {"data_wait_pct", iv.data_wait_pct}, {"comm_blocked_pct", iv.comm_wait_pct},
-                        {"step_s", iv.step_s}, {"peak_mem_mb", peak_memory_mb(dev)},
+  nlohmann::json rec = {{"type", "train"},
+                        {"step", step},
+                        {"epoch", epoch},
+                        {"lr", p.lr},
+                        {"loss", iv.loss},
+                        {"samples_per_s", iv.samples_per_s},
+                        {"data_wait_pct", iv.data_wait_pct},
+                        {"comm_blocked_pct", iv.comm_wait_pct},
+                        {"step_s", iv.step_s},
+                        {"peak_mem_mb", peak_memory_mb(dev)},
                         {"per_rank", iv.per_rank_json()}};
   if (scaler.enabled()) rec["loss_scale"] = scaler.scale();
   straggler->annotate(iv.ranks, p.note, rec);
@@ -269,8 +286,10 @@ nlohmann::json Trainer::run() {
   s.stats.start(s.train->data_wait_seconds());
   bool preempted = false;
   for (; epoch < s.cfg.epochs && s.step < s.total_steps && !preempted; ++epoch) {
-    if (s.resume_pos && s.resume_pos->epoch == epoch) s.train->start_at(*s.resume_pos);
-    else s.train->start_epoch(epoch);
+    if (s.resume_pos && s.resume_pos->epoch == epoch)
+      s.train->start_at(*s.resume_pos);
+    else
+      s.train->start_epoch(epoch);
     s.resume_pos.reset();
     s.model->train(true);
     evaluated_at_end = false;

@@ -25,8 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/config.h"
 #include "model/model_registry.h"
+#include "train/config.h"
 
 namespace hpctrain {
 

@@ -14,10 +14,10 @@
 #include "ckpt/verify.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
+#include "model/model_registry.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
-#include "model/model_registry.h"
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
@@ -49,7 +49,8 @@ std::string last_line(const std::string& what) {
   size_t end = what.find_last_not_of(" \n");
   if (end == std::string::npos) return what;
   size_t start = what.rfind('\n', end);
-  std::string line = what.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  std::string line =
+      what.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
   if (line.rfind("RuntimeError: ", 0) == 0) line = line.substr(14);
   return line;
 }
@@ -66,10 +67,12 @@ void Trainer::State::build_model() {
       } catch (const CollectiveError& e) {
         std::string origin = cfg.ckpt_dir.empty() && cfg.resume == "auto" ? "" : resume_model_origin(cfg);
         if (origin.empty() || origin == "zoo" || origin == "program") throw;
-        throw CollectiveError(std::string(e.what()) + "; the checkpoint to resume was trained with it from the plugin " +
-                              origin + ": pass --model-lib " + origin);
+        throw CollectiveError(std::string(e.what()) +
+                              "; the checkpoint to resume was trained with it from the plugin " + origin +
+                              ": pass --model-lib " + origin);
       }
-    } else if (model_entry.origin.empty()) model_entry.origin = "program";
+    } else if (model_entry.origin.empty())
+      model_entry.origin = "program";
     const auto& info = train->info();
     ModelSpec spec;
     spec.name = cfg.model;
@@ -79,15 +82,16 @@ void Trainer::State::build_model() {
     spec.sync_bn = cfg.sync_bn ? comm.get() : nullptr;
     spec.device = device;
     model = model_entry.factory(spec);
-    if (!model) throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
+    if (!model)
+      throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
     if (cfg.sync_bn) {
       std::shared_ptr<torch::nn::Module> root = model->module();
       if (!root)
-        throw CollectiveError("--sync-bn: model " + cfg.model + " has no torch::nn::Module tree to convert; "
+        throw CollectiveError("--sync-bn: model " + cfg.model +
+                              " has no torch::nn::Module tree to convert; "
                               "build its BatchNorm layers with hpctrain::make_batch_norm(..., spec.sync_bn, name)");
       try {
-        if (convert_sync_batchnorm(root, comm.get()) != root)
-          throw Error("the model itself is a BatchNorm layer");
+        if (convert_sync_batchnorm(root, comm.get()) != root) throw Error("the model itself is a BatchNorm layer");
       } catch (const Error& e) {
         throw CollectiveError(std::string("--sync-bn: ") + e.what());
       }
@@ -98,8 +102,8 @@ void Trainer::State::build_model() {
     for (auto& b : model->named_buffers()) state.push_back(b);
     for (auto& [name, t] : state)
       if (t.device() != device)
-        throw CollectiveError("model " + cfg.model + ": tensor " + name + " is on " + t.device().str() +
-                              " after to(" + device.str() + "); the run's device is " + device.str() +
+        throw CollectiveError("model " + cfg.model + ": tensor " + name + " is on " + t.device().str() + " after to(" +
+                              device.str() + "); the run's device is " + device.str() +
                               " (every parameter and buffer must move with Model::to)");
     loss = std::make_unique<Loss>(cfg.loss, info.num_classes);
   });
@@ -132,9 +136,8 @@ void Trainer::State::check_model_output() {
     try {
       out = model->forward(x);
     } catch (const c10::Error& e) {
-      throw CollectiveError("model " + cfg.model + " fails on a batch of this data (input " +
-                            shape_string(x.sizes()) + ", targets " + shape_string(y.sizes()) +
-                            "): " + last_line(e.what_without_backtrace()));
+      throw CollectiveError("model " + cfg.model + " fails on a batch of this data (input " + shape_string(x.sizes()) +
+                            ", targets " + shape_string(y.sizes()) + "): " + last_line(e.what_without_backtrace()));
     }
     model->train(was_training);
     loss->check_output(out, y);

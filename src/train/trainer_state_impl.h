@@ -11,21 +11,21 @@
 #include <optional>
 #include <vector>
 
-#include "train/checkpoint_session.h"
 #include "comm/router.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
+#include "diag/link_probe.h"
+#include "metrics/progress.h"
+#include "metrics/step_stats.h"
+#include "metrics/straggler_watch.h"
+#include "model/model.h"
 #include "runtime/device.h"
 #include "runtime/world.h"
 #include "train/amp.h"
+#include "train/checkpoint_session.h"
 #include "train/evaluate.h"
 #include "train/loss.h"
-#include "model/model.h"
 #include "train/optim.h"
-#include "metrics/progress.h"
-#include "metrics/step_stats.h"
-#include "diag/link_probe.h"
-#include "metrics/straggler_watch.h"
 #include "train/train_optimizer.h"
 #include "train/trainer.h"
 

@@ -32,8 +32,8 @@ hpctrain::ModelPtr wrong_input(const hpctrain::ModelSpec& s) {
 hpctrain::ModelPtr env_width(const hpctrain::ModelSpec& s) {
   const char* w = std::getenv("TEST_PLUGIN_WIDTH");
   int64_t width = w ? std::atoll(w) : 16;
-  return hpctrain::module_model(nn::Sequential(nn::Flatten(), nn::Linear(numel_of(s.sample_shape), width),
-                                               nn::Linear(width, s.num_classes)));
+  return hpctrain::module_model(
+      nn::Sequential(nn::Flatten(), nn::Linear(numel_of(s.sample_shape), width), nn::Linear(width, s.num_classes)));
 }
 
 // A model whose to() leaves one parameter behind on the meta device.

@@ -24,8 +24,8 @@ class AbortOnFailure : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo& info) override { test_ = info.name(); }
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: failure in %s\n%s\n", rank_,
-                 r.file_name() ? r.file_name() : "?", r.line_number(), test_.c_str(), r.message());
+    std::fprintf(stderr, "[rank %d] %s:%d: failure in %s\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
+                 r.line_number(), test_.c_str(), r.message());
     std::fflush(stderr);
     if (hpctrain::World::get().size() > 1) hpctrain::World::get().abort(1);
   }

@@ -26,9 +26,12 @@ struct ReferenceBN {
   torch::nn::AnyModule any;
 
   ReferenceBN(int64_t input_dim, const torch::nn::BatchNormOptions& o) {
-    if (input_dim <= 3) any = torch::nn::AnyModule(torch::nn::BatchNorm1d(o));
-    else if (input_dim == 4) any = torch::nn::AnyModule(torch::nn::BatchNorm2d(o));
-    else any = torch::nn::AnyModule(torch::nn::BatchNorm3d(o));
+    if (input_dim <= 3)
+      any = torch::nn::AnyModule(torch::nn::BatchNorm1d(o));
+    else if (input_dim == 4)
+      any = torch::nn::AnyModule(torch::nn::BatchNorm2d(o));
+    else
+      any = torch::nn::AnyModule(torch::nn::BatchNorm3d(o));
     module = any.ptr();
   }
   at::Tensor forward(const at::Tensor& x) { return any.forward(x); }

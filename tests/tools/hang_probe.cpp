@@ -35,8 +35,7 @@ int probe(World& w, const std::string& scenario, int k, int steps) {
   const int last = w.size() - 1;
   for (int step = 0; step < steps; ++step) {
     comm.set_step(step);
-    if (scenario == "ok" && w.rank() == last)
-      std::this_thread::sleep_for(std::chrono::duration<double>(0.4 * timeout));
+    if (scenario == "ok" && w.rank() == last) std::this_thread::sleep_for(std::chrono::duration<double>(0.4 * timeout));
     for (int b = 0; b < 3; ++b) {
       std::string tag = "ddp.bucket[" + std::to_string(b) + "]";
       if (step == k && b == 1) {
@@ -56,8 +55,7 @@ int probe(World& w, const std::string& scenario, int k, int steps) {
       comm.allreduce(t, ReduceOp::kSum, tag)->wait();
       float want = w.size() * (w.size() + 1) / 2.0f;
       if (t[0].item<float>() != want || t[1023].item<float>() != want)
-        throw Error("hang_probe: wrong sum " + std::to_string(t[0].item<float>()) + ", want " +
-                    std::to_string(want));
+        throw Error("hang_probe: wrong sum " + std::to_string(t[0].item<float>()) + ", want " + std::to_string(want));
     }
   }
   if (w.rank() == 0) std::printf("hang_probe: ok (%d steps)\n", steps);

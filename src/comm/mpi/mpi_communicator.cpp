@@ -22,21 +22,30 @@ namespace {
 // The MPI datatype that carries `s` for reductions (half types are staged in float32).
 MPI_Datatype mpi_type(at::ScalarType s) {
   switch (s) {
-    case at::kFloat: return MPI_FLOAT;
-    case at::kDouble: return MPI_DOUBLE;
-    case at::kInt: return MPI_INT32_T;
-    case at::kLong: return MPI_INT64_T;
-    case at::kByte: return MPI_UINT8_T;
-    default: return MPI_DATATYPE_NULL;
+    case at::kFloat:
+      return MPI_FLOAT;
+    case at::kDouble:
+      return MPI_DOUBLE;
+    case at::kInt:
+      return MPI_INT32_T;
+    case at::kLong:
+      return MPI_INT64_T;
+    case at::kByte:
+      return MPI_UINT8_T;
+    default:
+      return MPI_DATATYPE_NULL;
   }
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kAvg:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
   }
   return MPI_OP_NULL;
 }
@@ -54,8 +63,8 @@ void check_reducible(at::ScalarType s, ReduceOp op, const char* what) {
 constexpr int64_t kChunk = INT_MAX / 16;
 
 // On one node the shared-memory path (sleeping waits), else MPI_Allreduce.
-void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op,
-                       MPI_Comm comm, ShmAllreduce* shm) {
+void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, MPI_Comm comm,
+                       ShmAllreduce* shm) {
   if (shm && shm->allreduce(data, count, type, op)) return;
   auto* p = static_cast<char*>(data);
   for (int64_t off = 0; off < count; off += kChunk) {
@@ -68,8 +77,8 @@ void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem
 void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm, ShmAllreduce* shm) {
   if (t.numel() == 0) return;
   at::Tensor buf = is_half(t.scalar_type()) ? t.to(at::kFloat) : t;
-  allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(),
-                    mpi_op(op), comm, shm);
+  allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(), mpi_op(op), comm,
+                    shm);
   if (op == ReduceOp::kAvg) buf.div_(world);
   if (!buf.is_same(t)) t.copy_(buf);
 }
@@ -77,11 +86,16 @@ void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm, ShmAllr
 // An MPI datatype of one element of `elem` bytes, for pure data movement.
 MPI_Datatype element_type(size_t elem) {
   switch (elem) {
-    case 1: return MPI_UINT8_T;
-    case 2: return MPI_UINT16_T;
-    case 4: return MPI_UINT32_T;
-    case 8: return MPI_UINT64_T;
-    default: throw Error("allgather_into: unsupported element size " + std::to_string(elem));
+    case 1:
+      return MPI_UINT8_T;
+    case 2:
+      return MPI_UINT16_T;
+    case 4:
+      return MPI_UINT32_T;
+    case 8:
+      return MPI_UINT64_T;
+    default:
+      throw Error("allgather_into: unsupported element size " + std::to_string(elem));
   }
 }
 
@@ -100,9 +114,9 @@ struct MpiCommunicator::Impl {
   int rank = 0, size = 1;
   std::shared_ptr<Watchdog> watchdog;
   WatchdogLane* lane = nullptr;
-  std::exception_ptr desync;  // set on the comm thread by the first failed fingerprint check
+  std::exception_ptr desync;          // set on the comm thread by the first failed fingerprint check
   std::unique_ptr<ShmAllreduce> shm;  // all ranks on one node: allreduce without spinning
-  CommThread thread;  // declared last among users of `comm`; destroyed first (drains the queue)
+  CommThread thread;                  // declared last among users of `comm`; destroyed first (drains the queue)
 
   // Runs on the comm thread before each op. The lane starts first, so a hung fingerprint
   // exchange is watched like the op itself.
@@ -120,11 +134,9 @@ struct MpiCommunicator::Impl {
   void on_end(const OpInfo& info) {
     if (lane) lane->end(info.seq);
   }
-
 };
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings,
-                                 std::shared_ptr<Watchdog> watchdog) {
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings, std::shared_ptr<Watchdog> watchdog) {
   MPI_Comm comm;
   HPC_MPI_CHECK(MPI_Comm_dup(parent, &comm));
   impl_ = std::make_unique<Impl>();
@@ -138,8 +150,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings,
   if (watchdog) impl_->lane = &watchdog->add_lane("mpi");
   impl_->watchdog = std::move(watchdog);
   Impl* impl = impl_.get();
-  impl_->thread.set_hooks([impl](const OpInfo& i) { impl->on_start(i); },
-                          [impl](const OpInfo& i) { impl->on_end(i); });
+  impl_->thread.set_hooks([impl](const OpInfo& i) { impl->on_start(i); }, [impl](const OpInfo& i) { impl->on_end(i); });
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -177,9 +188,8 @@ WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, s
   for (auto& t : ts) {
     check_carriable(*this, t, "allreduce");
     if (t.scalar_type() != ts[0].scalar_type())
-      throw Error("allreduce of a tensor list: dtypes differ (" +
-                  std::string(c10::toString(ts[0].scalar_type())) + " and " +
-                  c10::toString(t.scalar_type()) + ")");
+      throw Error("allreduce of a tensor list: dtypes differ (" + std::string(c10::toString(ts[0].scalar_type())) +
+                  " and " + c10::toString(t.scalar_type()) + ")");
   }
   check_reducible(ts[0].scalar_type(), op, "allreduce");
   int64_t total = 0;
@@ -205,15 +215,13 @@ WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, s
 WorkHandle MpiCommunicator::broadcast(at::Tensor t, int root, std::string tag) {
   check_carriable(*this, t, "broadcast");
   if (root < 0 || root >= impl_->size)
-    throw Error("broadcast: root " + std::to_string(root) + " outside world of " +
-                std::to_string(impl_->size));
+    throw Error("broadcast: root " + std::to_string(root) + " outside world of " + std::to_string(impl_->size));
   MPI_Comm comm = impl_->comm;
   return impl_->thread.submit(make_op_info("broadcast", t, t.numel(), std::move(tag)), [t, root, comm]() {
     auto* p = static_cast<char*>(t.data_ptr());
     int64_t bytes = t.nbytes();
     for (int64_t off = 0; off < bytes; off += kChunk)
-      HPC_MPI_CHECK(MPI_Bcast(p + off, static_cast<int>(std::min(kChunk, bytes - off)), MPI_BYTE,
-                              root, comm));
+      HPC_MPI_CHECK(MPI_Bcast(p + off, static_cast<int>(std::min(kChunk, bytes - off)), MPI_BYTE, root, comm));
   });
 }
 
@@ -234,9 +242,8 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
     for (int r = 0; r < world; ++r) {
       int64_t rows = all[2 * r], r_row = all[2 * r + 1];
       if (r_row >= 0 && r_row != local_row)
-        throw Error("allgather: rank " + std::to_string(r) + " contributes rows of " +
-                    std::to_string(r_row) + " elements, this rank rows of " +
-                    std::to_string(local_row));
+        throw Error("allgather: rank " + std::to_string(r) + " contributes rows of " + std::to_string(r_row) +
+                    " elements, this rank rows of " + std::to_string(local_row));
       int64_t bytes = rows * local_row * static_cast<int64_t>(t.element_size());
       if (total + bytes > INT_MAX) throw Error("allgather: more than 2 GiB in total");
       counts[r] = static_cast<int>(bytes);
@@ -248,9 +255,8 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
     for (int r = 0; r < world; ++r) all_rows += all[2 * r];
     shape[0] = all_rows;
     at::Tensor recv = at::empty(shape, t.options());
-    HPC_MPI_CHECK(MPI_Allgatherv(t.data_ptr(), static_cast<int>(t.nbytes()),
-                                 MPI_BYTE, recv.data_ptr(), counts.data(), displs.data(), MPI_BYTE,
-                                 comm));
+    HPC_MPI_CHECK(MPI_Allgatherv(t.data_ptr(), static_cast<int>(t.nbytes()), MPI_BYTE, recv.data_ptr(), counts.data(),
+                                 displs.data(), MPI_BYTE, comm));
     out->clear();
     int64_t row0 = 0;
     for (int r = 0; r < world; ++r) {
@@ -260,32 +266,30 @@ WorkHandle MpiCommunicator::allgather(at::Tensor t, std::vector<at::Tensor>* out
   });
 }
 
-WorkHandle MpiCommunicator::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                                           std::string tag) {
+WorkHandle MpiCommunicator::reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag) {
   check_flat_collective(*this, output, input, "reduce_scatter");
   check_reducible(input.scalar_type(), op, "reduce_scatter");
   int n = block_count(output.numel(), "reduce_scatter");
   MPI_Comm comm = impl_->comm;
   int world = impl_->size, rank = impl_->rank;
   ShmAllreduce* shm = impl_->shm.get();
-  return impl_->thread.submit(
-      make_op_info("reduce_scatter", input, input.numel(), std::move(tag)),
-      [input, output, op, n, world, rank, comm, shm]() mutable {
-        if (n == 0) return;
-        if (shm) {  // one node: the sleeping shared-memory path, then this rank's block
-          at::Tensor flat = input.view({-1});
-          reduce_tensor(flat, op, world, comm, shm);
-          output.view({-1}).copy_(flat.narrow(0, static_cast<int64_t>(rank) * n, n));
-          return;
-        }
-        bool half = is_half(input.scalar_type());
-        at::Tensor in = half ? input.to(at::kFloat) : input;
-        at::Tensor out = half ? at::empty({n}, in.options()) : output;
-        HPC_MPI_CHECK(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), n,
-                                               mpi_type(in.scalar_type()), mpi_op(op), comm));
-        if (op == ReduceOp::kAvg) out.div_(world);
-        if (!out.is_same(output)) output.view({-1}).copy_(out.view({-1}));
-      });
+  return impl_->thread.submit(make_op_info("reduce_scatter", input, input.numel(), std::move(tag)),
+                              [input, output, op, n, world, rank, comm, shm]() mutable {
+                                if (n == 0) return;
+                                if (shm) {  // one node: the sleeping shared-memory path, then this rank's block
+                                  at::Tensor flat = input.view({-1});
+                                  reduce_tensor(flat, op, world, comm, shm);
+                                  output.view({-1}).copy_(flat.narrow(0, static_cast<int64_t>(rank) * n, n));
+                                  return;
+                                }
+                                bool half = is_half(input.scalar_type());
+                                at::Tensor in = half ? input.to(at::kFloat) : input;
+                                at::Tensor out = half ? at::empty({n}, in.options()) : output;
+                                HPC_MPI_CHECK(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), n,
+                                                                       mpi_type(in.scalar_type()), mpi_op(op), comm));
+                                if (op == ReduceOp::kAvg) out.div_(world);
+                                if (!out.is_same(output)) output.view({-1}).copy_(out.view({-1}));
+                              });
 }
 
 WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, std::string tag) {
@@ -298,8 +302,8 @@ WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, 
   // One node and a type the shared-memory path sums exactly: the other blocks are zeroed and
   // summed in (x + 0 == x), so the waits sleep like the allreduce's.
   at::ScalarType st = input.scalar_type();
-  ShmAllreduce* shm = (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong)
-                          ? impl_->shm.get() : nullptr;
+  ShmAllreduce* shm =
+      (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong) ? impl_->shm.get() : nullptr;
   return impl_->thread.submit(make_op_info("allgather_into", input, output.numel(), std::move(tag)),
                               [input, output, n, type, in_place, world, rank, comm, shm]() mutable {
                                 if (n == 0) return;
@@ -312,13 +316,12 @@ WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, 
                                   reduce_tensor(flat, ReduceOp::kSum, world, comm, shm);
                                   return;
                                 }
-                                HPC_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(),
-                                                            n, type, output.data_ptr(), n, type, comm));
+                                HPC_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(), n, type,
+                                                            output.data_ptr(), n, type, comm));
                               });
 }
 
-WorkHandle MpiCommunicator::probe_link(int to, int from, int64_t bytes, int rounds, double* seconds,
-                                       std::string tag) {
+WorkHandle MpiCommunicator::probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag) {
   const int n = impl_->size;
   auto peer_ok = [n](int p) { return p >= -1 && p < n; };
   if (!peer_ok(to) || !peer_ok(from) || to == impl_->rank || from == impl_->rank)
@@ -337,7 +340,8 @@ WorkHandle MpiCommunicator::probe_link(int to, int from, int64_t bytes, int roun
     for (int round = 0; round < rounds; ++round) {
       MPI_Request recv_data = MPI_REQUEST_NULL, recv_ack = MPI_REQUEST_NULL, send_data = MPI_REQUEST_NULL;
       const auto t0 = std::chrono::steady_clock::now();
-      if (from >= 0) HPC_MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(bytes), MPI_BYTE, from, kData, comm, &recv_data));
+      if (from >= 0)
+        HPC_MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(bytes), MPI_BYTE, from, kData, comm, &recv_data));
       if (to >= 0) {
         HPC_MPI_CHECK(MPI_Irecv(&ack_in, 1, MPI_BYTE, to, kAck, comm, &recv_ack));
         HPC_MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(bytes), MPI_BYTE, to, kData, comm, &send_data));
@@ -359,7 +363,8 @@ WorkHandle MpiCommunicator::probe_link(int to, int from, int64_t bytes, int roun
 
 WorkHandle MpiCommunicator::barrier(std::string tag) {
   MPI_Comm comm = impl_->comm;
-  return impl_->thread.submit(make_op_info("barrier", at::Tensor(), 0, std::move(tag)), [comm]() { HPC_MPI_CHECK(MPI_Barrier(comm)); });
+  return impl_->thread.submit(make_op_info("barrier", at::Tensor(), 0, std::move(tag)),
+                              [comm]() { HPC_MPI_CHECK(MPI_Barrier(comm)); });
 }
 
 }  // namespace hpctrain

@@ -51,8 +51,7 @@ class MpiCommunicator final : public Communicator, public LinkProber, public Ste
   WorkHandle broadcast(at::Tensor t, int root, std::string tag = {}) override;
   WorkHandle allgather(at::Tensor t, std::vector<at::Tensor>* out, std::string tag = {}) override;
   WorkHandle barrier(std::string tag = {}) override;
-  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                            std::string tag = {}) override;
+  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag = {}) override;
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
 
   WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;

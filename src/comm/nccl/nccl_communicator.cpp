@@ -29,22 +29,20 @@
 #include "comm/watchdog.h"
 #include "runtime/check.h"
 
-#define HPC_NCCL_CHECK(call)                                                                \
-  do {                                                                                      \
-    ncclResult_t hpc_nccl_rc_ = (call);                                                     \
-    if (hpc_nccl_rc_ != ncclSuccess)                                                        \
-      throw ::hpctrain::Error("rank " + std::to_string(rank_) + ": NCCL call " #call        \
-                              " failed at " __FILE__ ":" + std::to_string(__LINE__) + ": " + \
-                              ncclGetErrorString(hpc_nccl_rc_));                            \
+#define HPC_NCCL_CHECK(call)                                                                                      \
+  do {                                                                                                            \
+    ncclResult_t hpc_nccl_rc_ = (call);                                                                           \
+    if (hpc_nccl_rc_ != ncclSuccess)                                                                              \
+      throw ::hpctrain::Error("rank " + std::to_string(rank_) + ": NCCL call " #call " failed at " __FILE__ ":" + \
+                              std::to_string(__LINE__) + ": " + ncclGetErrorString(hpc_nccl_rc_));                \
   } while (0)
 
-#define HPC_CUDA_CHECK(call)                                                               \
-  do {                                                                                     \
-    cudaError_t hpc_cuda_rc_ = (call);                                                     \
-    if (hpc_cuda_rc_ != cudaSuccess)                                                       \
-      throw ::hpctrain::Error("rank " + std::to_string(rank_) + ": CUDA call " #call       \
-                              " failed at " __FILE__ ":" + std::to_string(__LINE__) + ": " + \
-                              cudaGetErrorString(hpc_cuda_rc_));                           \
+#define HPC_CUDA_CHECK(call)                                                                                      \
+  do {                                                                                                            \
+    cudaError_t hpc_cuda_rc_ = (call);                                                                            \
+    if (hpc_cuda_rc_ != cudaSuccess)                                                                              \
+      throw ::hpctrain::Error("rank " + std::to_string(rank_) + ": CUDA call " #call " failed at " __FILE__ ":" + \
+                              std::to_string(__LINE__) + ": " + cudaGetErrorString(hpc_cuda_rc_));                \
   } while (0)
 
 namespace hpctrain {
@@ -52,23 +50,35 @@ namespace {
 
 ncclDataType_t nccl_type(at::ScalarType s) {
   switch (s) {
-    case at::kFloat: return ncclFloat32;
-    case at::kDouble: return ncclFloat64;
-    case at::kHalf: return ncclFloat16;
-    case at::kBFloat16: return ncclBfloat16;
-    case at::kInt: return ncclInt32;
-    case at::kLong: return ncclInt64;
-    case at::kByte: return ncclUint8;
-    default: throw Error(std::string("nccl: unsupported dtype ") + c10::toString(s));
+    case at::kFloat:
+      return ncclFloat32;
+    case at::kDouble:
+      return ncclFloat64;
+    case at::kHalf:
+      return ncclFloat16;
+    case at::kBFloat16:
+      return ncclBfloat16;
+    case at::kInt:
+      return ncclInt32;
+    case at::kLong:
+      return ncclInt64;
+    case at::kByte:
+      return ncclUint8;
+    default:
+      throw Error(std::string("nccl: unsupported dtype ") + c10::toString(s));
   }
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kAvg: return ncclAvg;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
   }
   return ncclSum;
 }
@@ -105,8 +115,7 @@ struct AbortHandle {
 
 class NcclCommunicator final : public Communicator, public StepReporter {
  public:
-  NcclCommunicator(MPI_Comm parent, int device, const CommSettings& settings,
-                   std::shared_ptr<Watchdog> watchdog)
+  NcclCommunicator(MPI_Comm parent, int device, const CommSettings& settings, std::shared_ptr<Watchdog> watchdog)
       : watchdog_(std::move(watchdog)), device_(device) {
     HPC_MPI_CHECK(MPI_Comm_dup(parent, &mpi_));
     if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &debug_));
@@ -150,21 +159,20 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     check(t, "allreduce");
     auto st = start(make_op_info("allreduce", t, t.numel(), std::move(tag)));
     return launch(st, {t}, [&] {
-      HPC_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(),
-                                   nccl_type(t.scalar_type()), nccl_op(op), comm_, *stream_));
+      HPC_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t.scalar_type()), nccl_op(op),
+                                   comm_, *stream_));
     });
   }
 
   WorkHandle allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) override {
     int64_t total = 0;
     for (auto& t : ts) check(t, "allreduce"), total += t.numel();
-    auto st = start(
-        make_op_info("allreduce", ts.empty() ? at::Tensor() : ts[0], total, std::move(tag)));
+    auto st = start(make_op_info("allreduce", ts.empty() ? at::Tensor() : ts[0], total, std::move(tag)));
     return launch(st, ts, [&] {
       HPC_NCCL_CHECK(ncclGroupStart());
       for (auto& t : ts)
-        HPC_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(),
-                                     nccl_type(t.scalar_type()), nccl_op(op), comm_, *stream_));
+        HPC_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t.scalar_type()), nccl_op(op),
+                                     comm_, *stream_));
       HPC_NCCL_CHECK(ncclGroupEnd());
     });
   }
@@ -173,8 +181,8 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     check(t, "broadcast");
     auto st = start(make_op_info("broadcast", t, t.numel(), std::move(tag)));
     return launch(st, {t}, [&] {
-      HPC_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(),
-                                   nccl_type(t.scalar_type()), root, comm_, *stream_));
+      HPC_NCCL_CHECK(
+          ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t.scalar_type()), root, comm_, *stream_));
     });
   }
 
@@ -186,9 +194,7 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     auto st = start(make_op_info("allgather", t, t.numel(), std::move(tag)));
     int64_t rows = t.size(0);
     std::vector<int64_t> all(size_);
-    guarded(st, [&] {
-      HPC_MPI_CHECK(MPI_Allgather(&rows, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, mpi_));
-    });
+    guarded(st, [&] { HPC_MPI_CHECK(MPI_Allgather(&rows, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, mpi_)); });
     int64_t max_rows = *std::max_element(all.begin(), all.end());
     auto shape = t.sizes().vec();
     shape[0] = max_rows;
@@ -197,24 +203,22 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     shape.insert(shape.begin(), size_);
     at::Tensor recv = at::empty(shape, t.options());
     auto work = launch(st, {send, recv}, [&] {
-      HPC_NCCL_CHECK(ncclAllGather(send.data_ptr(), recv.data_ptr(), send.numel(),
-                                   nccl_type(t.scalar_type()), comm_, *stream_));
+      HPC_NCCL_CHECK(
+          ncclAllGather(send.data_ptr(), recv.data_ptr(), send.numel(), nccl_type(t.scalar_type()), comm_, *stream_));
     });
     out->clear();
     for (int r = 0; r < size_; ++r) out->push_back(recv[r].narrow(0, 0, all[r]));
     return work;
   }
 
-  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op,
-                            std::string tag) override {
+  WorkHandle reduce_scatter(at::Tensor input, at::Tensor output, ReduceOp op, std::string tag) override {
     check(input, "reduce_scatter");
     check(output, "reduce_scatter");
     check_flat_collective(*this, output, input, "reduce_scatter");
     auto st = start(make_op_info("reduce_scatter", input, input.numel(), std::move(tag)));
     return launch(st, {input, output}, [&] {
       HPC_NCCL_CHECK(ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(),
-                                       nccl_type(input.scalar_type()), nccl_op(op), comm_,
-                                       *stream_));
+                                       nccl_type(input.scalar_type()), nccl_op(op), comm_, *stream_));
     });
   }
 
@@ -225,8 +229,8 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     check_flat_collective(*this, input, output, "allgather_into");
     auto st = start(make_op_info("allgather_into", input, output.numel(), std::move(tag)));
     return launch(st, {input, output}, [&] {
-      HPC_NCCL_CHECK(ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(),
-                                   nccl_type(input.scalar_type()), comm_, *stream_));
+      HPC_NCCL_CHECK(ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_type(input.scalar_type()),
+                                   comm_, *stream_));
     });
   }
 
@@ -274,8 +278,7 @@ class NcclCommunicator final : public Communicator, public StepReporter {
   }
 
   template <class F>
-  WorkHandle launch(const std::shared_ptr<NcclOpState>& st, const std::vector<at::Tensor>& ts,
-                    F&& enqueue) {
+  WorkHandle launch(const std::shared_ptr<NcclOpState>& st, const std::vector<at::Tensor>& ts, F&& enqueue) {
     guarded(st, [&] {
       c10::cuda::CUDAGuard guard(device_);
       auto current = c10::cuda::getCurrentCUDAStream(device_);
@@ -305,8 +308,7 @@ class NcclCommunicator final : public Communicator, public StepReporter {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device,
-                                                     const CommSettings& settings,
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device, const CommSettings& settings,
                                                      std::shared_ptr<Watchdog> watchdog) {
   return std::make_unique<NcclCommunicator>(parent, cuda_device, settings, std::move(watchdog));
 }
@@ -315,8 +317,7 @@ std::string nccl_version_string() {
   int v = 0;
   ncclGetVersion(&v);
   // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
 }  // namespace hpctrain

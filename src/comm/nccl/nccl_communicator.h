@@ -21,8 +21,7 @@ namespace hpctrain {
 
 class Watchdog;
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device,
-                                                     const CommSettings& settings,
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int cuda_device, const CommSettings& settings,
                                                      std::shared_ptr<Watchdog> watchdog);
 std::string nccl_version_string();
 

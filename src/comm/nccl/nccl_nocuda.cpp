@@ -7,8 +7,7 @@
 
 namespace hpctrain {
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, int, const CommSettings&,
-                                                     std::shared_ptr<Watchdog>) {
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, int, const CommSettings&, std::shared_ptr<Watchdog>) {
   throw Error("this hpctrain was built without CUDA/NCCL; cannot communicate CUDA tensors");
 }
 

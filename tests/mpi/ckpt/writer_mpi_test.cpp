@@ -9,16 +9,16 @@
 #include <filesystem>
 #include <thread>
 
+#include "ckpt/checksum.h"
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_image.h"
-#include "ckpt/checksum.h"
 #include "ckpt/manifest.h"
 #include "ckpt/resolve.h"
 #include "ckpt/verify.h"
 #include "runtime/check.h"
+#include "support/ckpt_test_util.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"
-#include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;
@@ -115,8 +115,8 @@ TEST(WriterErrors, FaultOnOneRankIsRaisedOnAllRanks) {
   {
     InjectFault fault(point, world().rank() == bad);
     w.save(2, big_state(2));
-    expect_all_ranks_raise(w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) +
-                                  ": injected checkpoint fault at " + point);
+    expect_all_ranks_raise(
+        w, "checkpoint step-00000002 failed: rank " + std::to_string(bad) + ": injected checkpoint fault at " + point);
   }
   MPI_Barrier(world().mpi_comm());
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");

@@ -44,11 +44,10 @@ TEST_P(AllreduceDtypes, SumAndAvgMatchClosedForm) {
   EXPECT_TRUE(at::equal(mx.to(at::kDouble), base.to(at::kDouble) * w));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Collectives, AllreduceDtypes,
-    ::testing::Combine(::testing::Values(at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt,
-                                         at::kLong),
-                       ::testing::Values<int64_t>(0, 1, 1001)));
+INSTANTIATE_TEST_SUITE_P(Collectives, AllreduceDtypes,
+                         ::testing::Combine(::testing::Values(at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
+                                                              at::kInt, at::kLong),
+                                            ::testing::Values<int64_t>(0, 1, 1001)));
 
 TEST(Allreduce, Large64MiBFloat32) {
   int64_t n = (64 << 20) / 4;
@@ -124,10 +123,8 @@ TEST(Allgather, UnevenContributionsIncludingEmpty) {
 
 TEST(Topology, LocalRankMatchesLauncher) {
   // Under mpirun, Open MPI exports the node-local rank; ours comes from MPI_Comm_split_type.
-  if (const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
-    EXPECT_EQ(world().local_rank(), std::atoi(lr));
-  if (const char* ls = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-    EXPECT_EQ(world().local_size(), std::atoi(ls));
+  if (const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) EXPECT_EQ(world().local_rank(), std::atoi(lr));
+  if (const char* ls = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) EXPECT_EQ(world().local_size(), std::atoi(ls));
   EXPECT_EQ(world().node_count(), 1);  // tests run on one host
   EXPECT_LT(world().local_rank(), world().local_size());
   if (!std::getenv("OMPI_COMM_WORLD_SIZE")) EXPECT_EQ(world().size(), 1);  // singleton world

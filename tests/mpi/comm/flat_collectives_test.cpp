@@ -31,8 +31,7 @@ TEST(ReduceScatter, SumAndAvgGiveEachRankItsBlock) {
       // sum over ranks q of (i + 100 q) for i in rank r's block
       at::Tensor idx = at::arange(r * block, (r + 1) * block, at::kDouble);
       at::Tensor want = idx * n + 100.0 * n * (n - 1) / 2;
-      EXPECT_TRUE(at::allclose(out.to(at::kDouble), want, 1e-2, 0))
-          << c10::toString(dt) << " block " << block;
+      EXPECT_TRUE(at::allclose(out.to(at::kDouble), want, 1e-2, 0)) << c10::toString(dt) << " block " << block;
       if (at::isFloatingType(dt)) {
         at::Tensor avg = at::empty({block}, dt);
         c.reduce_scatter(rank_input(block * n, r, dt), avg, ReduceOp::kAvg, "test.rs_avg")->wait();

@@ -53,8 +53,7 @@ TEST(Watchdog, SideChannelReportsEveryRanksProgress) {
     EXPECT_EQ(l.started, static_cast<uint64_t>(p + 1));
     EXPECT_EQ(l.finished, static_cast<uint64_t>(p));
     EXPECT_EQ(l.step, 100 + p);
-    EXPECT_EQ(describe(l.last), "allreduce(float32, 16) #" + std::to_string(p + 1) + " from t" +
-                                    std::to_string(p + 1));
+    EXPECT_EQ(describe(l.last), "allreduce(float32, 16) #" + std::to_string(p + 1) + " from t" + std::to_string(p + 1));
   }
   barrier();  // no rank tears its watchdog down while another may still ask it
 }
@@ -91,8 +90,7 @@ TEST(Watchdog, SlowRankWithinTheDeadlineIsNotReported) {
   s.collective_timeout_s = 3;
   MpiCommunicator comm(world().mpi_comm(), s);
   at::Tensor t = at::ones({4});
-  if (world().rank() == world().size() - 1)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  if (world().rank() == world().size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   comm.allreduce(t, ReduceOp::kSum, "slow")->wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // idle longer than the timeout
   comm.barrier("after")->wait();
@@ -117,8 +115,9 @@ TEST(DebugCollectives, MatchingOpsPassAndADesyncFailsEveryRankTheSameWay) {
     msg = e.what();
   }
   std::string others = world().size() == 2 ? "rank 0" : "ranks 0,2,3";
-  EXPECT_EQ(msg, "collective desync: " + others + " called allreduce(float32, 4) #2 from "
-                 "ddp.bucket[0]; rank 1 called allreduce(float32, 4) #2 from sampler");
+  EXPECT_EQ(msg, "collective desync: " + others +
+                     " called allreduce(float32, 4) #2 from "
+                     "ddp.bucket[0]; rank 1 called allreduce(float32, 4) #2 from sampler");
   // Later ops fail the same way without touching MPI (ranks may have queued different ops).
   if (world().rank() == 0) {
     EXPECT_THROW(comm.barrier("x")->wait(), CollectiveError);

@@ -52,8 +52,8 @@ std::vector<int64_t> allgather(const std::vector<int64_t>& mine) {
   int total = 0;
   for (int r = 0; r < w; ++r) displs[r] = total, total += counts[r];
   std::vector<int64_t> all(total);
-  HPC_MPI_CHECK(MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(),
-                               MPI_INT64_T, world().mpi_comm()));
+  HPC_MPI_CHECK(MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T,
+                               world().mpi_comm()));
   return all;
 }
 

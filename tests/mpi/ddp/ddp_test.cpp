@@ -73,8 +73,7 @@ void train_ddp(Model& m, const Batches& data, double cap_mb, int micro = 1) {
     at::Tensor x = data.x[s].narrow(0, r * rows, rows), y = data.y[s].narrow(0, r * rows, rows);
     int64_t mb = rows / micro;
     for (int k = 0; k < micro; ++k) {
-      at::Tensor loss = at::cross_entropy_loss(m->forward(x.narrow(0, k * mb, mb)),
-                                               y.narrow(0, k * mb, mb)) / micro;
+      at::Tensor loss = at::cross_entropy_loss(m->forward(x.narrow(0, k * mb, mb)), y.narrow(0, k * mb, mb)) / micro;
       if (k + 1 < micro) {
         auto guard = ddp.no_sync();
         ddp.backward(loss);
@@ -104,9 +103,7 @@ void check_equivalence(std::vector<int64_t> sample_shape) {
 
 TEST(DdpEquivalence, MlpMatchesSingleProcessOnConcatenatedBatch) { check_equivalence<TinyMlp>({20}); }
 
-TEST(DdpEquivalence, CnnMatchesSingleProcessOnConcatenatedBatch) {
-  check_equivalence<TinyCnn>({1, 16, 16});
-}
+TEST(DdpEquivalence, CnnMatchesSingleProcessOnConcatenatedBatch) { check_equivalence<TinyCnn>({1, 16, 16}); }
 
 TEST(DdpNoSync, FourMicroBatchesEqualOneStepOnFourTimesTheBatch) {
   int n = world().size();
@@ -259,8 +256,10 @@ TEST(DdpReducer, GradientsStayInBucketMemoryAcrossSteps) {
     ddp.backward(at::cross_entropy_loss(m->forward(at::randn({kB, 20})), at::zeros({kB}, at::kLong)));
     std::vector<const void*> now;
     for (auto& p : m->parameters()) now.push_back(p.grad().data_ptr());
-    if (step == 0) ptrs = now;
-    else EXPECT_EQ(now, ptrs) << "gradients moved out of bucket memory at step " << step;
+    if (step == 0)
+      ptrs = now;
+    else
+      EXPECT_EQ(now, ptrs) << "gradients moved out of bucket memory at step " << step;
   }
   EXPECT_EQ(ddp.last_step().buckets, static_cast<int>(ddp.plan().buckets.size()));
   EXPECT_GT(ddp.last_step().bytes_reduced, 0);

@@ -1,11 +1,11 @@
 // Small models for DDP tests: an MLP and a CNN without BatchNorm.
 #pragma once
 
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/pooling.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/pooling.h>
 
 namespace hpctrain::testing {
 

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "support/test_world.h"
 #include "support/syncbn_test_util.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 using hpctrain::testing::world;
@@ -42,6 +42,8 @@ TEST(SyncBnBench, DISABLED_ForwardBackwardVsBatchNorm2d) {
   double t_bn = median_ms(run([&](const at::Tensor& v) { return bn.forward(v); }), 10);
   double t_sync = median_ms(run([&](const at::Tensor& v) { return sbn->forward(v); }), 10);
   if (world().rank() == 0)
-    std::printf("{\"world_size\":%d,\"shape\":\"64x32x28x28\",\"bn_ms\":%.2f,\"syncbn_ms\":%.2f,"
-                "\"ratio\":%.2f}\n", world().size(), t_bn, t_sync, t_sync / t_bn);
+    std::printf(
+        "{\"world_size\":%d,\"shape\":\"64x32x28x28\",\"bn_ms\":%.2f,\"syncbn_ms\":%.2f,"
+        "\"ratio\":%.2f}\n",
+        world().size(), t_bn, t_sync, t_sync / t_bn);
 }

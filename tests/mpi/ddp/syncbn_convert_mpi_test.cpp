@@ -7,8 +7,8 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 
-#include "support/test_world.h"
 #include "support/syncbn_test_util.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 using hpctrain::testing::max_rel_diff;
@@ -24,8 +24,7 @@ TEST(ConvertSyncBnMpi, ConvertedSequentialNormalizesOverTheGlobalBatch) {
   nn::Sequential model = build(), local = build(), single = build();
   at::manual_seed(22);
   // Rank-dependent offsets so local and global statistics differ.
-  at::Tensor xg = at::randn({per_rank * W, 5}) +
-                  at::arange(W).repeat_interleave(per_rank).unsqueeze(1).to(at::kFloat);
+  at::Tensor xg = at::randn({per_rank * W, 5}) + at::arange(W).repeat_interleave(per_rank).unsqueeze(1).to(at::kFloat);
   at::Tensor x = xg.narrow(0, r * per_rank, per_rank);
 
   std::vector<std::string> replaced;

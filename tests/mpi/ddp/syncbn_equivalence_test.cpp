@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "runtime/check.h"
-#include "support/test_world.h"
 #include "support/syncbn_test_util.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 using hpctrain::testing::cpu_comm;
@@ -83,8 +83,7 @@ void run_against_reference(const Case& c, const std::vector<int64_t>& sizes, int
     }
     EXPECT_LE(max_rel_diff(sbn->running_mean, ref.buffer("running_mean")), kTol);
     EXPECT_LE(max_rel_diff(sbn->running_var, ref.buffer("running_var")), kTol);
-    EXPECT_EQ(sbn->num_batches_tracked.item<int64_t>(),
-              ref.buffer("num_batches_tracked").item<int64_t>());
+    EXPECT_EQ(sbn->num_batches_tracked.item<int64_t>(), ref.buffer("num_batches_tracked").item<int64_t>());
   }
   // Eval: running stats, no communication, still equal.
   sbn->eval();
@@ -95,16 +94,17 @@ void run_against_reference(const Case& c, const std::vector<int64_t>& sizes, int
   EXPECT_EQ(sbn->synced_forwards(), synced);
 }
 
-std::vector<int64_t> equal_sizes(int64_t per_rank) {
-  return std::vector<int64_t>(world().size(), per_rank);
-}
+std::vector<int64_t> equal_sizes(int64_t per_rank) { return std::vector<int64_t>(world().size(), per_rank); }
 
 // Uneven local batches, with an empty one when there are several ranks.
 std::vector<int64_t> uneven_sizes() {
   switch (world().size()) {
-    case 1: return {5};
-    case 2: return {3, 0};
-    case 4: return {3, 5, 0, 8};
+    case 1:
+      return {5};
+    case 2:
+      return {3, 0};
+    case 4:
+      return {3, 5, 0, 8};
     default: {
       std::vector<int64_t> s(world().size());
       for (int r = 0; r < world().size(); ++r) s[r] = r % 3 == 2 ? 0 : r + 2;
@@ -115,19 +115,16 @@ std::vector<int64_t> uneven_sizes() {
 
 class SyncBnCases : public ::testing::TestWithParam<Case> {};
 
-TEST_P(SyncBnCases, EqualBatchesMatchSingleProcess) {
-  run_against_reference(GetParam(), equal_sizes(4), 3);
-}
+TEST_P(SyncBnCases, EqualBatchesMatchSingleProcess) { run_against_reference(GetParam(), equal_sizes(4), 3); }
 
 TEST_P(SyncBnCases, UnevenBatchesIncludingEmptyMatchSingleProcess) {
   run_against_reference(GetParam(), uneven_sizes(), 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, SyncBnCases,
-    ::testing::Values(Case{{6}, true, 0.1}, Case{{6}, false, 0.1}, Case{{4, 5, 3}, true, 0.1},
-                      Case{{4, 5, 3}, false, std::nullopt}, Case{{3, 7}, true, std::nullopt},
-                      Case{{2, 3, 2, 2}, true, 0.3}));
+INSTANTIATE_TEST_SUITE_P(Shapes, SyncBnCases,
+                         ::testing::Values(Case{{6}, true, 0.1}, Case{{6}, false, 0.1}, Case{{4, 5, 3}, true, 0.1},
+                                           Case{{4, 5, 3}, false, std::nullopt}, Case{{3, 7}, true, std::nullopt},
+                                           Case{{2, 3, 2, 2}, true, 0.3}));
 
 // The DDP view: each rank's loss is the MEAN over its local batch, and parameter gradients are
 // averaged over ranks. An upstream Linear layer's averaged gradient, and BN's averaged weight

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/run_ops.h"
-#include "diag/link_probe.h"
 #include "comm/router.h"
+#include "comm/run_ops.h"
 #include "comm/wait_meter.h"
+#include "diag/link_probe.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
 
@@ -56,8 +56,10 @@ TEST(LinkProbe, EveryHostBoundaryOfTheRingIsTimedOnce) {
   EXPECT_GT(t_each, 0);  // every rank's next rank is on another host
   EXPECT_LT(t_each, 5.0);
   const int next = (r + 1) % n;
-  if (pairs[next] != pairs[r]) EXPECT_GT(t_pairs, 0) << "rank " << r;
-  else EXPECT_EQ(t_pairs, 0) << "rank " << r;
+  if (pairs[next] != pairs[r])
+    EXPECT_GT(t_pairs, 0) << "rank " << r;
+  else
+    EXPECT_EQ(t_pairs, 0) << "rank " << r;
   LinkProbe p(pairs, r, true);
   EXPECT_EQ(p.to(), pairs[next] != pairs[r] ? next : -1);
 }

@@ -9,8 +9,8 @@
 
 #include "comm/wait_meter.h"
 #include "ddp/ddp.h"
-#include "support/test_world.h"
 #include "metrics/step_stats.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 

@@ -11,7 +11,6 @@ extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provi
   using Fn = int (*)(int*, char***, int, int*);
   static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "MPI_Init_thread"));
   int rc = real(argc, argv, required, provided);
-  if (const char* lvl = std::getenv("PRELOAD_MPI_THREAD_LEVEL"); lvl && rc == MPI_SUCCESS)
-    *provided = std::atoi(lvl);
+  if (const char* lvl = std::getenv("PRELOAD_MPI_THREAD_LEVEL"); lvl && rc == MPI_SUCCESS) *provided = std::atoi(lvl);
   return rc;
 }

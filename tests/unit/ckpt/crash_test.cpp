@@ -2,9 +2,9 @@
 // after a good step 100 and is SIGKILLed while sleeping at a named point of the write. Whatever
 // the point, resume auto must pick a complete checkpoint that verifies: step 100 before the
 // rename, step 200 after it; never a half state.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +15,8 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/resolve.h"
-#include "ckpt/verify.h"
 #include "ckpt/store.h"
+#include "ckpt/verify.h"
 #include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
@@ -123,13 +123,12 @@ TEST_P(CrashSafety, KillDuringWriteLeavesOldOrNewCheckpoint) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Points, CrashSafety,
-                         ::testing::Values(std::make_pair("in_shard:1", 100),
-                                           std::make_pair("after_shard:0", 100),
-                                           std::make_pair("before_rename", 100),
-                                           std::make_pair("before_latest", 200),
+                         ::testing::Values(std::make_pair("in_shard:1", 100), std::make_pair("after_shard:0", 100),
+                                           std::make_pair("before_rename", 100), std::make_pair("before_latest", 200),
                                            std::make_pair("before_prune", 200)),
                          [](const auto& info) {
                            std::string s = info.param.first;
-                           for (auto& c : s) if (c == ':') c = '_';
+                           for (auto& c : s)
+                             if (c == ':') c = '_';
                            return s;
                          });

@@ -10,10 +10,10 @@
 #include <iterator>
 #include <thread>
 
-#include "ckpt/h5_image.h"
 #include "ckpt/checksum.h"
-#include "io/h5_tensor.h"
+#include "ckpt/h5_image.h"
 #include "ckpt/store.h"
+#include "io/h5_tensor.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"
 
@@ -108,11 +108,14 @@ TEST(H5Image, WriteErrorNamesTheFile) {
 
 TEST(Printable, EscapesControlAndInvalidUtf8KeepsValidUtf8) {
   EXPECT_EQ(hpctrain::printable("model/fc.weight"), "model/fc.weight");
-  EXPECT_EQ(hpctrain::printable(std::string("a\x01" "b\n\x7f", 5)), "a\\x01b\\x0a\\x7f");
-  EXPECT_EQ(hpctrain::printable("caf\xc3\xa9"), "caf\xc3\xa9");                 // é stays
-  EXPECT_EQ(hpctrain::printable("x\xc3(\xff\xfe"), "x\\xc3(\\xff\\xfe");        // broken sequences
+  EXPECT_EQ(hpctrain::printable(std::string("a\x01"
+                                            "b\n\x7f",
+                                            5)),
+            "a\\x01b\\x0a\\x7f");
+  EXPECT_EQ(hpctrain::printable("caf\xc3\xa9"), "caf\xc3\xa9");           // é stays
+  EXPECT_EQ(hpctrain::printable("x\xc3(\xff\xfe"), "x\\xc3(\\xff\\xfe");  // broken sequences
   EXPECT_EQ(hpctrain::printable(std::string("\0z", 2)), "\\x00z");
-  EXPECT_EQ(hpctrain::printable(hpctrain::printable("a\x02")), "a\\x02");           // idempotent
+  EXPECT_EQ(hpctrain::printable(hpctrain::printable("a\x02")), "a\\x02");  // idempotent
 }
 
 // The metadata of a layout (names, dtypes, shapes) is built by HDF5 once and reused for the

@@ -10,8 +10,8 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/resolve.h"
-#include "ckpt/verify.h"
 #include "ckpt/store.h"
+#include "ckpt/verify.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"
 
@@ -93,7 +93,8 @@ TEST(Integrity, EveryMetadataByteAndManyDataBytesFailVerifyNamingTheFile) {
       EXPECT_TRUE(named) << "byte " << pos << ": " << err;
       named_tensor += named;
     } else {
-      EXPECT_NE(err.find("outside the tensor data (HDF5 metadata)"), std::string::npos) << "byte " << pos << ": " << err;
+      EXPECT_NE(err.find("outside the tensor data (HDF5 metadata)"), std::string::npos)
+          << "byte " << pos << ": " << err;
     }
   }
   EXPECT_EQ(named_tensor, 3 * static_cast<int64_t>(m.tensors.size()));
@@ -157,5 +158,6 @@ TEST(Paths, LatestRootAndStepDirResolveTheSame) {
   EXPECT_EQ(find_resume(d.path, d.path + "/latest"), step);
   std::ofstream(d.path + "/latest") << "step-00000099\n";  // names a checkpoint that is gone
   std::string err = error_of([&] { ckpt::resolve_checkpoint_path(d.path + "/latest"); });
-  EXPECT_NE(err.find("latest names step-00000099, which is not a checkpoint directory there"), std::string::npos) << err;
+  EXPECT_NE(err.find("latest names step-00000099, which is not a checkpoint directory there"), std::string::npos)
+      << err;
 }

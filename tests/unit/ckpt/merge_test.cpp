@@ -76,7 +76,9 @@ TEST(Merge, H5ReadByH5pyHasEqualValues) {
 
   std::string py =
       "import h5py, json, numpy as np\n"
-      "f = h5py.File('" + out + "', 'r')\n"
+      "f = h5py.File('" +
+      out +
+      "', 'r')\n"
       "r = {}\n"
       "def v(name, o):\n"
       "    if isinstance(o, h5py.Dataset):\n"
@@ -84,7 +86,8 @@ TEST(Merge, H5ReadByH5pyHasEqualValues) {
       "        dt = o.attrs['dtype']\n"
       "        dt = dt.decode() if isinstance(dt, bytes) else str(dt)\n"
       "        if dt == 'bfloat16': a = (np.asarray(a).astype(np.uint32) << 16).view(np.float32)\n"
-      "        r[name] = dict(np_dtype=str(o.dtype), shape=list(o.shape), values=np.asarray(a, dtype=np.float64).ravel().tolist())\n"
+      "        r[name] = dict(np_dtype=str(o.dtype), shape=list(o.shape), values=np.asarray(a, "
+      "dtype=np.float64).ravel().tolist())\n"
       "f.visititems(v)\n"
       "r['__meta_step'] = json.loads(f.attrs['hpctrain_meta'])['step']\n"
       "print(json.dumps(r))\n";
@@ -112,7 +115,8 @@ TEST(Merge, H5ReadByH5pyHasEqualValues) {
   // Without --full only model/; --dtype fp16 casts floating tensors only, and lists the others.
   ckpt::MergeReport rep = ckpt::merge_checkpoint(d.path, out, {.dtype = "fp16"});
   EXPECT_EQ(rep.format, "h5");
-  EXPECT_NE(std::find(rep.kept.begin(), rep.kept.end(), "model/features.1.num_batches_tracked (int64)"), rep.kept.end());
+  EXPECT_NE(std::find(rep.kept.begin(), rep.kept.end(), "model/features.1.num_batches_tracked (int64)"),
+            rep.kept.end());
   EXPECT_NE(std::find(rep.kept.begin(), rep.kept.end(), "model/extra.mask (bool)"), rep.kept.end());
   CheckpointState m = read_checkpoint(out, c10::kCPU);
   for (auto& [n, t] : m.tensors) EXPECT_EQ(n.rfind("model/", 0), 0u) << n;
@@ -158,7 +162,8 @@ TEST(LoadModel, FromStepDirAndMergedFile) {
     load_model(path, *dst, c10::kCPU);
     EXPECT_TRUE(at::equal(dst->fc->weight, find_tensor(s, "model/fc.weight"))) << path;
     EXPECT_TRUE(at::equal(dst->features[1]->as<torch::nn::BatchNorm2d>()->running_var,
-                          find_tensor(s, "model/features.1.running_var"))) << path;
+                          find_tensor(s, "model/features.1.running_var")))
+        << path;
   }
 }
 
@@ -176,7 +181,7 @@ TEST(LoadModel, MismatchListsMissingUnexpectedAndShapes) {
   ckpt::merge_checkpoint(d.path, d.path + "/m.pt", {});
   ckpt::merge_checkpoint(d.path, d.path + "/m.safetensors", {});
   for (std::string path : {d.path, d.path + "/m.pt", d.path + "/m.safetensors"}) {  // the same report from every format
-    Net other(5);  // fc: [4,5] instead of [4,6]
+    Net other(5);                                                                   // fc: [4,5] instead of [4,6]
     std::string err;
     try {
       load_model(path, *other, c10::kCPU);
@@ -217,7 +222,7 @@ TEST(Merge, EveryFormatCarriesMetadataAndReadsLikeTheStepDir) {
       ++model_tensors;
     }
     EXPECT_EQ(model_tensors, 9u);
-    EXPECT_EQ(pt.tensors.size(), model_tensors);  // model/ only, nothing from optim/ or state/
+    EXPECT_EQ(pt.tensors.size(), model_tensors);    // model/ only, nothing from optim/ or state/
     EXPECT_FALSE(pt.meta.contains("tensor_xxh3"));  // checked and dropped by read_checkpoint
   }
 }

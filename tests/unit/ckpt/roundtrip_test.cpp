@@ -2,16 +2,16 @@
 // boundaries; shard planning; manifest contents.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/manifest.h"
 #include "ckpt/resolve.h"
-#include "ckpt/verify.h"
 #include "ckpt/store.h"
+#include "ckpt/verify.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"
 

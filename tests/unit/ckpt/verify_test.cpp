@@ -8,10 +8,10 @@
 
 #include "ckpt/dir_ops.h"
 #include "ckpt/h5_image.h"
-#include "io/h5_tensor.h"
 #include "ckpt/resolve.h"
-#include "ckpt/verify.h"
 #include "ckpt/store.h"
+#include "ckpt/verify.h"
+#include "io/h5_tensor.h"
 #include "runtime/check.h"
 #include "support/ckpt_test_util.h"
 
@@ -46,8 +46,8 @@ CheckpointOptions small_shards(const std::string& dir) {
 
 CheckpointState three_shard_state(int seed) {
   CheckpointState s;
-  s.tensors = {{"model/a", values({1 << 18}, at::kFloat, seed)},   // 1 MiB: shard 0
-               {"model/b", values({1 << 18}, at::kFloat, seed)},   // shard 1
+  s.tensors = {{"model/a", values({1 << 18}, at::kFloat, seed)},        // 1 MiB: shard 0
+               {"model/b", values({1 << 18}, at::kFloat, seed)},        // shard 1
                {"optim/b.exp_avg", values({1000}, at::kFloat, seed)}};  // shard 2
   s.meta = {{"epoch", seed}};
   return s;

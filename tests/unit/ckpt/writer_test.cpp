@@ -7,11 +7,11 @@
 #include <filesystem>
 
 #include "ckpt/resolve.h"
-#include "ckpt/verify.h"
 #include "ckpt/store.h"
+#include "ckpt/verify.h"
 #include "runtime/check.h"
-#include "support/test_world.h"
 #include "support/ckpt_test_util.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;
@@ -104,8 +104,10 @@ TEST(Snapshot, RecyclesMatchingBuffersAndCopiesCurrentValues) {
     EXPECT_TRUE(at::equal(second[i].second, b.tensors[i].second)) << second[i].first;
     if (second[i].second.numel() == 0) continue;  // state/empty has no data pointer
     EXPECT_NE(second[i].second.data_ptr(), b.tensors[i].second.data_ptr()) << "a copy, not an alias";
-    if (i == 1) EXPECT_NE(second[i].second.data_ptr(), ptrs[i]) << "shape changed: fresh buffer";
-    else EXPECT_EQ(second[i].second.data_ptr(), ptrs[i]) << second[i].first;
+    if (i == 1)
+      EXPECT_NE(second[i].second.data_ptr(), ptrs[i]) << "shape changed: fresh buffer";
+    else
+      EXPECT_EQ(second[i].second.data_ptr(), ptrs[i]) << second[i].first;
   }
 }
 
@@ -138,7 +140,8 @@ TEST(Writer, InjectedFaultRaisesAtNextBoundaryAndLeavesPreviousCheckpoint) {
     }
   }
   EXPECT_NE(err.find("checkpoint step-00000002 failed: rank 0: injected checkpoint fault at after_shard:0"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   EXPECT_EQ(find_resume(d.path, "auto"), d.path + "/step-00000001");
   // The error was reported once; the writer goes on and the next save works.
   w.save(3, sample_state(3));

@@ -81,7 +81,8 @@ TEST(ZeroState, ReshardingFourToThreeRanksKeepsEveryElement) {
   double sum_sharded = 0, sum_canon = 0;
   for (auto& p : parts) sum_sharded += p.sum().item<double>();
   for (auto& [n, t] : by_name(f.canonical()))
-    if (n.find(".exp_avg") != std::string::npos && n.find("_sq") == std::string::npos) sum_canon += t.sum().item<double>();
+    if (n.find(".exp_avg") != std::string::npos && n.find("_sq") == std::string::npos)
+      sum_canon += t.sum().item<double>();
   EXPECT_NEAR(sum_sharded, sum_canon, 1e-4);  // padding adds zeros only
 }
 

@@ -41,9 +41,8 @@ PeerStatus peer(int rank, const OpInfo& last, bool finished, int64_t step) {
 TEST(WatchdogReport, NamesOpSeqTagStepAndTheMissingRank) {
   OpInfo stuck = op("allreduce", "float32", 1024, 57, "ddp.bucket[3]");
   OverdueOp o{0, "mpi", stuck, 120, 5};
-  std::vector<std::optional<PeerStatus>> by_rank = {
-      peer(0, stuck, false, 120), peer(1, stuck, false, 120),
-      peer(2, op("barrier", "none", 0, 56, "step.end"), true, 119)};
+  std::vector<std::optional<PeerStatus>> by_rank = {peer(0, stuck, false, 120), peer(1, stuck, false, 120),
+                                                    peer(2, op("barrier", "none", 0, 56, "step.end"), true, 119)};
   EXPECT_EQ(format_timeout_report(1, o, by_rank),
             "rank 1: collective allreduce(float32, 1024) #57 from ddp.bucket[3] at step 120 timed "
             "out after 5 s; ranks that reached it: 0,1; ranks that did not: 2 (last op "
@@ -54,8 +53,8 @@ TEST(WatchdogReport, NamesSilentRanksAndRanksInAnotherCollective) {
   OpInfo stuck = op("allreduce", "float32", 8, 4, "b");
   OverdueOp o{0, "nccl", stuck, -1, 2.5};
   std::vector<std::optional<PeerStatus>> by_rank = {
-      peer(0, stuck, false, -1), peer(1, op("broadcast", "int64", 1, 4, "sampler"), false, -1),
-      std::nullopt, peer(3, op("allreduce", "float32", 8, 5, "b"), false, -1)};
+      peer(0, stuck, false, -1), peer(1, op("broadcast", "int64", 1, 4, "sampler"), false, -1), std::nullopt,
+      peer(3, op("allreduce", "float32", 8, 5, "b"), false, -1)};
   EXPECT_EQ(format_timeout_report(0, o, by_rank),
             "rank 0: nccl collective allreduce(float32, 8) #4 from b timed out after 2.5 s; ranks "
             "that reached it: 0,3; ranks in a different collective at #4: 1 (broadcast(int64, 1) "
@@ -132,6 +131,5 @@ TEST(CommThread, EndHookRunsForFailedJobsAndStartHookCanFailAJob) {
     EXPECT_THROW(refused->wait(), Error);
     EXPECT_FALSE(ran);
   }
-  EXPECT_EQ(log, (std::vector<std::string>{"start 1", "end 1", "start 2", "end 2", "start 3",
-                                           "end 3"}));
+  EXPECT_EQ(log, (std::vector<std::string>{"start 1", "end 1", "start 2", "end 2", "start 3", "end 3"}));
 }

@@ -130,7 +130,8 @@ TEST(IdxReader, WrongMagicAndNotGzipAndExtraBytes) {
   EXPECT_HAS(err(d / "ok.gz", 3), "ok.gz: bad idx magic number 0x00000801 (expected 0x00000803)");
   EXPECT_HAS(err(write("plain.gz", labels), 1), "plain.gz: not a gzip stream");
   EXPECT_HAS(err(write("extra.gz", gzip_of(labels + "x")), 1), "extra.gz: extra bytes after the idx payload");
-  EXPECT_HAS(err(write("short.gz", gzip_of(labels.substr(0, 9))), 1), "short.gz: truncated: the idx payload needs 3 bytes, got 1");
+  EXPECT_HAS(err(write("short.gz", gzip_of(labels.substr(0, 9))), 1),
+             "short.gz: truncated: the idx payload needs 3 bytes, got 1");
   EXPECT_HAS(err(d / "missing.gz", 1), "missing.gz: cannot open");
 }
 

@@ -138,7 +138,8 @@ TEST(H5Dataset, AnySampleShapeButNotScalars) {
   TempDir d;
   Spec s;
   s.image_dims = {4};
-  EXPECT_HAS(open_error(make_file(d, "r1.h5", s)), "'images' has shape [4]; expected [N, d1..dk] with k >= 1 sample dims");
+  EXPECT_HAS(open_error(make_file(d, "r1.h5", s)),
+             "'images' has shape [4]; expected [N, d1..dk] with k >= 1 sample dims");
   s.image_dims = {4, 9};  // vectors: kept as they are
   EXPECT_EQ(hpctrain::H5Dataset::open(make_file(d, "r2.h5", s)).info().sample_shape, (std::vector<int64_t>{9}));
   s.image_dims = {4, 1, 1, 1, 1, 2};

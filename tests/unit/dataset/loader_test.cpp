@@ -11,8 +11,8 @@
 #include "dataset/loader.h"
 #include "dataset/synthetic.h"
 #include "dataset/transform.h"
-#include "runtime/device.h"
 #include "runtime/check.h"
+#include "runtime/device.h"
 #include "temp_dir.h"
 
 using hpctrain::Loader;

@@ -6,10 +6,10 @@
 
 #include "comm/router.h"
 #include "ddp/ddp.h"
+#include "model/models.h"
 #include "runtime/device.h"
 #include "support/test_world.h"
 #include "train/amp.h"
-#include "model/models.h"
 
 using namespace hpctrain;
 

@@ -12,9 +12,9 @@
 
 #include "ddp/sync_bn_function.h"
 #include "runtime/check.h"
-#include "support/test_world.h"
 #include "support/mirror_comm.h"
 #include "support/syncbn_test_util.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 using hpctrain::testing::cpu_comm;
@@ -111,8 +111,7 @@ TEST_P(MirrorOfThree, CollectivePathEqualsBatchNormOnCopies) {
 }
 
 const auto kOpts = ::testing::Values(Opt{2, true, 0.1}, Opt{2, false, 0.1}, Opt{3, true, std::nullopt},
-                                     Opt{4, true, 0.1}, Opt{4, false, std::nullopt},
-                                     Opt{5, true, 0.2});
+                                     Opt{4, true, 0.1}, Opt{4, false, std::nullopt}, Opt{5, true, 0.2});
 INSTANTIATE_TEST_SUITE_P(Shapes, WorldOfOne, kOpts);
 INSTANTIATE_TEST_SUITE_P(Shapes, MirrorOfThree, kOpts);
 
@@ -121,10 +120,8 @@ TEST(SyncBnFunction, GradientsMatchTorchInDouble) {
   at::manual_seed(3);
   at::Tensor x = at::randn({5, 3, 4}, at::kDouble), dy = at::randn_like(x);
   at::Tensor w = at::rand({3}, at::kDouble) + 0.5, b = at::randn({3}, at::kDouble);
-  at::Tensor xa = x.clone().requires_grad_(), wa = w.clone().requires_grad_(),
-             ba = b.clone().requires_grad_();
-  at::Tensor xb = x.clone().requires_grad_(), wb = w.clone().requires_grad_(),
-             bb = b.clone().requires_grad_();
+  at::Tensor xa = x.clone().requires_grad_(), wa = w.clone().requires_grad_(), ba = b.clone().requires_grad_();
+  at::Tensor xb = x.clone().requires_grad_(), wb = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
   SyncBnStats stats;
   at::Tensor ya = sync_batch_norm_train(xa, wa, ba, 1e-5, 3, cpu_comm(), "f", &stats);
   at::Tensor yb = at::batch_norm(xb, wb, bb, {}, {}, true, 0.1, 1e-5, false);

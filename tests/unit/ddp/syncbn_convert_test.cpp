@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/moduledict.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
 
 #include <map>
@@ -25,8 +25,8 @@ namespace {
 
 struct NetImpl : nn::Module {
   // (LibTorch cannot nest a Sequential directly in a Sequential: its forward is a template.)
-  nn::Sequential features{nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::BatchNorm2d(4),
-                          nn::ReLU(), nn::BatchNorm2d(4)};
+  nn::Sequential features{nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::BatchNorm2d(4), nn::ReLU(),
+                          nn::BatchNorm2d(4)};
   nn::ModuleList heads{nn::Linear(4, 6), nn::BatchNorm1d(6), nn::Sequential(nn::BatchNorm1d(6))};
   nn::ModuleDict extra{nullptr};
   NetImpl() {
@@ -60,8 +60,10 @@ TEST(ConvertSyncBn, NestedModelKeepsNamesTensorsAndValues) {
     at::NoGradGuard g;
     for (auto& p : net->named_parameters()) p.value().copy_(at::randn_like(p.value()));
     for (auto& b : net->named_buffers())
-      if (b.value().is_floating_point()) b.value().copy_(at::rand_like(b.value()) + 0.5);
-      else b.value().fill_(4);
+      if (b.value().is_floating_point())
+        b.value().copy_(at::rand_like(b.value()) + 0.5);
+      else
+        b.value().fill_(4);
   }
   net->eval();
   auto before = state_of(*net);
@@ -73,8 +75,7 @@ TEST(ConvertSyncBn, NestedModelKeepsNamesTensorsAndValues) {
   std::vector<std::string> replaced;
   auto root = convert_sync_batchnorm(net.ptr(), &comm, &replaced);
   EXPECT_EQ(root.get(), net.ptr().get());
-  EXPECT_EQ(replaced, (std::vector<std::string>{"features.1", "features.3", "heads.1", "heads.2.0",
-                                                "extra.bn3d"}));
+  EXPECT_EQ(replaced, (std::vector<std::string>{"features.1", "features.3", "heads.1", "heads.2.0", "extra.bn3d"}));
 
   auto after = state_of(*net);
   ASSERT_EQ(after.size(), before.size());
@@ -141,8 +142,8 @@ TEST(MakeBatchNorm, BuildsBatchNormOrSyncBatchNorm) {
   at::Tensor x = at::randn({3, 4, 2, 2});
   EXPECT_EQ(b.forward(x).sizes(), x.sizes());
   EXPECT_EQ(comm.tags, std::vector<std::string>{"syncbn.bn1"});
-  EXPECT_TRUE(std::dynamic_pointer_cast<nn::BatchNorm1dImpl>(
-      make_batch_norm(1, nn::BatchNormOptions(4), nullptr, "x").ptr()));
+  EXPECT_TRUE(
+      std::dynamic_pointer_cast<nn::BatchNorm1dImpl>(make_batch_norm(1, nn::BatchNormOptions(4), nullptr, "x").ptr()));
   EXPECT_THROW(make_batch_norm(4, nn::BatchNormOptions(4), nullptr, "x"), Error);
 }
 

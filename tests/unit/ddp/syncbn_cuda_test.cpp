@@ -4,9 +4,9 @@
 
 #include <ATen/ATen.h>
 
-#include "support/test_world.h"
 #include "support/mirror_comm.h"
 #include "support/syncbn_test_util.h"
+#include "support/test_world.h"
 
 using namespace hpctrain;
 

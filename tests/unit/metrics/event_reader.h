@@ -26,10 +26,16 @@ inline std::vector<tb::Event> read_events(const std::string& path) {
   std::vector<tb::Event> out;
   size_t at = 0;
   while (at < b.size()) {
-    if (b.size() - at < 12) { ADD_FAILURE() << path << ": truncated header at " << at; break; }
+    if (b.size() - at < 12) {
+      ADD_FAILURE() << path << ": truncated header at " << at;
+      break;
+    }
     uint64_t len = little_endian(b, at, 8);
     EXPECT_EQ(little_endian(b, at + 8, 4), masked_crc32c(b.substr(at, 8))) << "length CRC at " << at;
-    if (b.size() - at - 12 < len + 4) { ADD_FAILURE() << path << ": truncated record at " << at; break; }
+    if (b.size() - at - 12 < len + 4) {
+      ADD_FAILURE() << path << ": truncated record at " << at;
+      break;
+    }
     std::string data = b.substr(at + 12, len);
     EXPECT_EQ(little_endian(b, at + 12 + len, 4), masked_crc32c(data)) << "data CRC at " << at;
     tb::Event e;

@@ -54,8 +54,9 @@ TEST(Straggler, SlowOutboundLinkIsCommOnItsRank) {
   EXPECT_NEAR(f->median_s * 1e3, 0.25, 1e-9);
   // The median wait (91.3 ms) times the share of the probe the slow link added.
   EXPECT_NEAR(f->cost_s * 1e3, 0.5 * (91.7 + 90.9) * (1 - 0.25 / 8.57), 1e-9);
-  EXPECT_EQ(describe_straggler(*f, "node1", "node0"),
-            "rank 1 on node1 (+88.6 ms/step, comm: its link to rank 0 on node0 took 8.6 ms per 256 KiB vs median 0.2 ms)");
+  EXPECT_EQ(
+      describe_straggler(*f, "node1", "node0"),
+      "rank 1 on node1 (+88.6 ms/step, comm: its link to rank 0 on node0 took 8.6 ms per 256 KiB vs median 0.2 ms)");
 }
 
 TEST(Straggler, EvenLinksOrOneProbeOrASmallExcessNameNoLink) {

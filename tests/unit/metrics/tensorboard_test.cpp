@@ -96,16 +96,22 @@ TEST_F(TbDir, UncreatableDirectoryIsAnErrorNamingIt) {
 }
 
 TEST(TensorBoardScalars, EveryNumericFieldOfTrainEvalCheckpoint) {
-  nlohmann::json train = {{"type", "train"}, {"step", 50}, {"epoch", 0}, {"loss", 0.5},
-                          {"lr", 0.01}, {"loss_scale", 65536.0}, {"flag", true}, {"name", "x"},
+  nlohmann::json train = {{"type", "train"},
+                          {"step", 50},
+                          {"epoch", 0},
+                          {"loss", 0.5},
+                          {"lr", 0.01},
+                          {"loss_scale", 65536.0},
+                          {"flag", true},
+                          {"name", "x"},
                           {"straggler", {{"rank", 1}, {"cause", "data"}}},
                           {"per_rank", {{{"step_s", 0.1}}, {{"step_s", 0.2}, {"data_wait_s", 0.05}}}}};
   auto s = tensorboard_scalars(train);
   std::map<std::string, double> m(s.begin(), s.end());
   EXPECT_EQ(m.size(), s.size());
-  std::map<std::string, double> want = {{"train/loss", 0.5}, {"train/lr", 0.01}, {"train/loss_scale", 65536.0},
-                                        {"train/straggler/rank", 1}, {"rank/0/step_s", 0.1},
-                                        {"rank/1/step_s", 0.2}, {"rank/1/data_wait_s", 0.05}};
+  std::map<std::string, double> want = {
+      {"train/loss", 0.5},    {"train/lr", 0.01},     {"train/loss_scale", 65536.0}, {"train/straggler/rank", 1},
+      {"rank/0/step_s", 0.1}, {"rank/1/step_s", 0.2}, {"rank/1/data_wait_s", 0.05}};
   EXPECT_EQ(m, want);
   auto e = tensorboard_scalars({{"type", "eval"}, {"step", 9}, {"test_loss", 0.3}, {"test_accuracy", 0.9}});
   EXPECT_EQ(e.size(), 2u);

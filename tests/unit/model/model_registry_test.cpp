@@ -2,9 +2,9 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include "model/model_registry.h"
 #include "runtime/check.h"
 #include "support/error_of.h"
-#include "model/model_registry.h"
 
 using namespace hpctrain;
 

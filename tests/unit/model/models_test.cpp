@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 
-#include "runtime/check.h"
 #include "model/models.h"
+#include "runtime/check.h"
 
 using namespace hpctrain;
 
@@ -12,9 +12,9 @@ TEST(Models, CnnIsExactlyTheDesignNetwork) {
   EXPECT_EQ(count_parameters(*m), 824650);
   std::vector<std::string> names;
   for (auto& p : m->named_parameters()) names.push_back(p.key());
-  std::vector<std::string> want = {"features.0.weight", "features.0.bias", "features.1.weight",
-                                   "features.1.bias",   "features.4.weight", "features.4.bias",
-                                   "features.5.weight", "features.5.bias",  "classifier.0.weight",
+  std::vector<std::string> want = {"features.0.weight", "features.0.bias",     "features.1.weight",
+                                   "features.1.bias",   "features.4.weight",   "features.4.bias",
+                                   "features.5.weight", "features.5.bias",     "classifier.0.weight",
                                    "classifier.0.bias", "classifier.2.weight", "classifier.2.bias"};
   EXPECT_EQ(names, want);
   auto buffers = m->named_buffers();

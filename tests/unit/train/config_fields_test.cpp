@@ -35,12 +35,14 @@ json other_value(const FieldSpec& f, const json& def) {
       double v = def.get<double>() + 0.25;
       return json(v <= f.max ? v : (def.get<double>() + std::max(f.min, 0.0)) / 2);
     }
-    case FieldKind::kBool: return json(!def.get<bool>());
+    case FieldKind::kBool:
+      return json(!def.get<bool>());
     case FieldKind::kString:
       for (const auto& c : f.choices)
         if (!c.empty() && c != def.get<std::string>()) return json(c);
       return json("x_" + f.key);
-    case FieldKind::kStringList: return json::array({"a_" + f.key + ".so", "b_" + f.key + ".so"});
+    case FieldKind::kStringList:
+      return json::array({"a_" + f.key + ".so", "b_" + f.key + ".so"});
   }
   return json();
 }
@@ -142,7 +144,8 @@ TEST(ConfigPrecedence, FlagsOverTomlOverEnvironmentOverDefaults) {
     EXPECT_EQ(file.collective_timeout, 300) << "TOML over env";
     EXPECT_FALSE(file.debug_collectives) << "TOML over env";
     // A flag wins over both, also when it repeats the default.
-    TrainConfig flags = from_command_line({"--config", plain, "--collective-timeout", "300", "--debug-collectives", "false"});
+    TrainConfig flags =
+        from_command_line({"--config", plain, "--collective-timeout", "300", "--debug-collectives", "false"});
     EXPECT_EQ(flags.collective_timeout, 300) << "flag over env";
     EXPECT_FALSE(flags.debug_collectives) << "flag over env";
     TrainConfig flag_over_toml = from_command_line({"--config", toml, "--collective-timeout", "20"});
@@ -165,9 +168,9 @@ TEST(ConfigHelp, EveryOptionShowsItsTypeAndDefault) {
   auto flags = std::make_shared<TrainFlags>();
   add_train_flags(app, flags);
   const std::string help = app.help();
-  for (const char* want : {"--batch-size INT=64", "--lr FLOAT=0.05", "--optimizer {sgd,adamw}=sgd",
-                           "--sync-bn [BOOL]=false", "--ckpt-async [BOOL]=true", "--data DIR",
-                           "--resume auto|none|PATH=auto", "--config FILE", "--model-lib PATH"})
+  for (const char* want :
+       {"--batch-size INT=64", "--lr FLOAT=0.05", "--optimizer {sgd,adamw}=sgd", "--sync-bn [BOOL]=false",
+        "--ckpt-async [BOOL]=true", "--data DIR", "--resume auto|none|PATH=auto", "--config FILE", "--model-lib PATH"})
     EXPECT_NE(help.find(want), std::string::npos) << want << " not in\n" << help;
   EXPECT_EQ(help.find(" TEXT"), std::string::npos) << help;
 }

@@ -48,9 +48,13 @@ TEST(Config, WrongTypeNamesTheKey) {
 
 TEST(Config, OutOfRangeValuesAreRejected) {
   for (auto [key, val, word] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"batch_size", "0", "--batch-size"}, {"batch_size", "-4", "--batch-size"},
-           {"lr", "0", "--lr"}, {"lr", "-1", "--lr"}, {"epochs", "0", "--epochs"},
-           {"bucket_mb", "0", "--bucket-mb"}, {"grad_accum", "0", "--grad-accum"},
+           {"batch_size", "0", "--batch-size"},
+           {"batch_size", "-4", "--batch-size"},
+           {"lr", "0", "--lr"},
+           {"lr", "-1", "--lr"},
+           {"epochs", "0", "--epochs"},
+           {"bucket_mb", "0", "--bucket-mb"},
+           {"grad_accum", "0", "--grad-accum"},
            {"straggler_threshold", "-0.1", "--straggler-threshold"},
            {"straggler_threshold", "1.5", "--straggler-threshold"}}) {
     auto msg = error_of("", {{"data", "/d"}, {key, val}});

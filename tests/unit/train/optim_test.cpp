@@ -87,8 +87,8 @@ TEST(MakeOptimizer, SgdWithMomentumAndWeightDecayFollowsItsUpdateRule) {
   for (int k = 0; k < 3; ++k) {
     p.mutable_grad() = at::full({1}, 2.0);
     opt->step();
-    double g = 2.0 + 0.1 * x;            // weight decay adds wd * x
-    v = k == 0 ? g : 0.9 * v + g;        // torch's momentum buffer starts at the first gradient
+    double g = 2.0 + 0.1 * x;      // weight decay adds wd * x
+    v = k == 0 ? g : 0.9 * v + g;  // torch's momentum buffer starts at the first gradient
     x -= 0.5 * v;
     EXPECT_NEAR(p.item<double>(), x, 1e-6) << "step " << k;
   }

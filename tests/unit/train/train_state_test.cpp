@@ -8,8 +8,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include "runtime/check.h"
 #include "model/model.h"
+#include "runtime/check.h"
 #include "train/train_state.h"
 
 using namespace hpctrain;
@@ -43,8 +43,10 @@ TEST(TrainState, RoundTripRestoresModelOptimizerRngAndProgress) {
   for (const std::string kind : {"sgd", "adamw"}) {
     ModelPtr a = linear(3, 2);
     std::unique_ptr<torch::optim::Optimizer> oa;
-    if (kind == "sgd") oa = std::make_unique<torch::optim::SGD>(params_of(*a), torch::optim::SGDOptions(0.1).momentum(0.9));
-    else oa = std::make_unique<torch::optim::AdamW>(params_of(*a), torch::optim::AdamWOptions(0.01));
+    if (kind == "sgd")
+      oa = std::make_unique<torch::optim::SGD>(params_of(*a), torch::optim::SGDOptions(0.1).momentum(0.9));
+    else
+      oa = std::make_unique<torch::optim::AdamW>(params_of(*a), torch::optim::AdamWOptions(0.01));
     train_steps(*a, *oa, 2);
     TrainProgress p;
     p.step = 17;
@@ -58,8 +60,10 @@ TEST(TrainState, RoundTripRestoresModelOptimizerRngAndProgress) {
 
     ModelPtr b = linear(3, 2);
     std::unique_ptr<torch::optim::Optimizer> ob;
-    if (kind == "sgd") ob = std::make_unique<torch::optim::SGD>(params_of(*b), torch::optim::SGDOptions(0.1).momentum(0.9));
-    else ob = std::make_unique<torch::optim::AdamW>(params_of(*b), torch::optim::AdamWOptions(0.01));
+    if (kind == "sgd")
+      ob = std::make_unique<torch::optim::SGD>(params_of(*b), torch::optim::SGDOptions(0.1).momentum(0.9));
+    else
+      ob = std::make_unique<torch::optim::AdamW>(params_of(*b), torch::optim::AdamWOptions(0.01));
     at::manual_seed(999);
     TrainProgress q = restore_train_state(st, *b, *ob);
     EXPECT_EQ(q.step, 17);
