@@ -10,6 +10,7 @@
 
 #include "ckpt/checksum.h"
 #include "ckpt/dir_ops.h"
+#include "ckpt/h5_image.h"
 #include "io/h5_tensor.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
@@ -49,19 +50,6 @@ void check_shard_file(const std::string& path, const Manifest& m, size_t s) {
 }
 
 // verify_checkpoint less the escaping of its error line.
-Manifest verify_impl(const std::string& step_dir, const std::function<void(const TensorEntry&, at::Tensor)>& visit);
-
-}  // namespace
-
-Manifest verify_checkpoint(const std::string& step_dir,
-                           const std::function<void(const TensorEntry&, at::Tensor)>& visit) {
-  try {
-    return verify_impl(step_dir, visit);
-  } catch (const Error& e) {
-    throw Error(printable(e.what()));  // names and strings from damaged files: no raw bytes
-  }
-}
-
 Manifest verify_impl(const std::string& step_dir, const std::function<void(const TensorEntry&, at::Tensor)>& visit) {
   Manifest m = read_manifest(step_dir);
   for (size_t s = 0; s < m.shards.size(); ++s) {
@@ -95,6 +83,17 @@ Manifest verify_impl(const std::string& step_dir, const std::function<void(const
         throw Error(path + ": unexpected dataset " + printable(name) + " (not in the manifest)");
   }
   return m;
+}
+
+}  // namespace
+
+Manifest verify_checkpoint(const std::string& step_dir,
+                           const std::function<void(const TensorEntry&, at::Tensor)>& visit) {
+  try {
+    return verify_impl(step_dir, visit);
+  } catch (const Error& e) {
+    throw Error(printable(e.what()));  // names and strings from damaged files: no raw bytes
+  }
 }
 
 }  // namespace hpctrain::ckpt

@@ -71,6 +71,8 @@ std::string default_text_of(const json& v) {
     for (const auto& e : v) s += (s.empty() ? "" : ",") + e.get<std::string>();
     return s;
   }
+  if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() && std::fabs(v.get<double>()) < 1e15)
+    return std::to_string(static_cast<int64_t>(v.get<double>()));  // 300, not 300.0
   return v.dump();
 }
 
@@ -204,12 +206,12 @@ const std::vector<FieldSpec>& config_fields() {
   static const std::vector<FieldSpec> fields = [] {
     const json defaults = TrainConfig().to_json();
     std::vector<FieldSpec> v;
-#define HPCTRAIN_FIELD_SPEC(type, name, def, label, choices, lo, hi, excl, help)                     \
-  {                                                                                                  \
-    FieldSpec f{#name, kind_of<type>(), help, split_choices(choices), double(lo), double(hi), excl}; \
-    f.label = label_of(f.kind, label, f.choices);                                                    \
-    f.default_text = default_text_of(defaults[#name]);                                               \
-    v.push_back(std::move(f));                                                                       \
+#define HPCTRAIN_FIELD_SPEC(type_, name_, def_, label_, choices_, lo_, hi_, excl_, help_)                   \
+  {                                                                                                         \
+    FieldSpec f{#name_, kind_of<type_>(), help_, split_choices(choices_), double(lo_), double(hi_), excl_}; \
+    f.label = label_of(f.kind, label_, f.choices);                                                          \
+    f.default_text = default_text_of(defaults[#name_]);                                                     \
+    v.push_back(std::move(f));                                                                              \
   }
     HPCTRAIN_CONFIG_FIELDS(HPCTRAIN_FIELD_SPEC)
 #undef HPCTRAIN_FIELD_SPEC

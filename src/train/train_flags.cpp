@@ -16,12 +16,24 @@ void add_train_flags(CLI::App& app, const std::shared_ptr<TrainFlags>& args) {
     for (auto& c : flag)
       if (c == '_') c = '-';
     std::string key = f.key;
+    if (f.kind == FieldKind::kStringList) {
+      // Repeatable: every occurrence's value (each may itself be comma-separated) reaches the
+      // callback at once, joined with commas for load_config.
+      app.add_option_function<std::vector<std::string>>(
+             flag,
+             [args, key](const std::vector<std::string>& vs) {
+               std::string joined;
+               for (const auto& v : vs) joined += (joined.empty() ? "" : ",") + v;
+               args->raw[key] = joined;
+             },
+             f.help)
+          ->type_name(f.label)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->allow_extra_args(false);  // one value per occurrence: --model-lib a.so --model-lib b.so
+      continue;
+    }
     auto* opt = app.add_option_function<std::string>(
-        flag,
-        [args, key, list = f.kind == FieldKind::kStringList](const std::string& v) {
-          std::string& slot = args->raw[key];
-          slot = list && !slot.empty() ? slot + "," + v : v;  // a repeated list flag appends
-        },
+        flag, [args, key](const std::string& v) { args->raw[key] = v; },
         f.help + (f.kind == FieldKind::kBool ? " (alone: true)" : ""));
     if (f.kind == FieldKind::kBool) {
       // --sync-bn alone means true (CLI11 hands an option given without a value its default_str,
@@ -31,7 +43,6 @@ void add_train_flags(CLI::App& app, const std::shared_ptr<TrainFlags>& args) {
       opt->type_name(f.label);
       if (!f.default_text.empty()) opt->default_str(f.default_text);
     }
-    if (f.kind == FieldKind::kStringList) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "ckpt/store.h"
 #include "io/h5_tensor.h"
 #include "runtime/check.h"
+#include "runtime/tensor_text.h"
 #include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
