@@ -48,43 +48,23 @@ class Unpickler {
     for (;;) {
       unsigned char op = byte();
       switch (op) {
-        case 0x80:
-          byte();
-          break;  // PROTO
-        case 0x95:
-          bytes(8);
-          break;     // FRAME
-        case 'c': {  // GLOBAL
+        case 0x80: byte(); break;    // PROTO
+        case 0x95: bytes(8); break;  // FRAME
+        case 'c': {                  // GLOBAL
           VP g = make(Val::kGlobal);
           g->s = line();
           g->name = line();
           push(g);
           break;
         }
-        case 'q':
-          memo_[byte()] = top();
-          break;  // BINPUT
-        case 'r':
-          memo_[uint_le(4)] = top();
-          break;  // LONG_BINPUT
-        case 0x94:
-          memo_[memo_.size()] = top();
-          break;  // MEMOIZE
-        case 'h':
-          push(memo(byte()));
-          break;  // BINGET
-        case 'j':
-          push(memo(uint_le(4)));
-          break;  // LONG_BINGET
-        case '(':
-          marks_.push_back(stack_.size());
-          break;
-        case ')':
-          push(make(Val::kTuple));
-          break;
-        case 't':
-          push(tuple(pop_mark()));
-          break;
+        case 'q': memo_[byte()] = top(); break;         // BINPUT
+        case 'r': memo_[uint_le(4)] = top(); break;     // LONG_BINPUT
+        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
+        case 'h': push(memo(byte())); break;            // BINGET
+        case 'j': push(memo(uint_le(4))); break;        // LONG_BINGET
+        case '(': marks_.push_back(stack_.size()); break;
+        case ')': push(make(Val::kTuple)); break;
+        case 't': push(tuple(pop_mark())); break;
         case 0x85:
         case 0x86:
         case 0x87: {  // TUPLE1..3
@@ -95,12 +75,8 @@ class Unpickler {
           push(tuple(std::move(v)));
           break;
         }
-        case '}':
-          push(make(Val::kDict));
-          break;
-        case ']':
-          push(make(Val::kList));
-          break;
+        case '}': push(make(Val::kDict)); break;
+        case ']': push(make(Val::kList)); break;
         case 'a': {  // APPEND
           VP v = pop();
           list_top()->items.push_back(v);
@@ -122,24 +98,12 @@ class Unpickler {
           for (size_t i = 0; i < kv.size(); i += 2) dict_top()->entries.emplace_back(kv[i], kv[i + 1]);
           break;
         }
-        case 'X':
-          push(str(bytes(uint_le(4))));
-          break;  // BINUNICODE
-        case 0x8c:
-          push(str(bytes(byte())));
-          break;  // SHORT_BINUNICODE
-        case 'U':
-          push(str(bytes(byte())));
-          break;  // SHORT_BINSTRING
-        case 'K':
-          push(integer(byte()));
-          break;
-        case 'M':
-          push(integer(uint_le(2)));
-          break;
-        case 'J':
-          push(integer(static_cast<int32_t>(uint_le(4))));
-          break;
+        case 'X': push(str(bytes(uint_le(4)))); break;  // BINUNICODE
+        case 0x8c: push(str(bytes(byte()))); break;     // SHORT_BINUNICODE
+        case 'U': push(str(bytes(byte()))); break;      // SHORT_BINSTRING
+        case 'K': push(integer(byte())); break;
+        case 'M': push(integer(uint_le(2))); break;
+        case 'J': push(integer(static_cast<int32_t>(uint_le(4)))); break;
         case 0x8a: {  // LONG1
           size_t n = byte();
           if (n > 8) fail("integer wider than 64 bits");
@@ -156,9 +120,7 @@ class Unpickler {
           push(v);
           break;
         }
-        case 'N':
-          push(make(Val::kNone));
-          break;
+        case 'N': push(make(Val::kNone)); break;
         case 0x88:
         case 0x89: {  // NEWTRUE, NEWFALSE
           VP v = make(Val::kBool);
@@ -166,21 +128,15 @@ class Unpickler {
           push(v);
           break;
         }
-        case 'Q':
-          push(persistent(pop()));
-          break;     // BINPERSID
-        case 'R': {  // REDUCE
+        case 'Q': push(persistent(pop())); break;  // BINPERSID
+        case 'R': {                                // REDUCE
           VP args = pop(), fn = pop();
           push(reduce(*fn, *args));
           break;
         }
-        case 'b':
-          pop();
-          break;  // BUILD: a dict's state (_metadata), ignored
-        case '.':
-          return pop();  // STOP
-        default:
-          fail("unsupported pickle opcode 0x" + hex(op));
+        case 'b': pop(); break;  // BUILD: a dict's state (_metadata), ignored
+        case '.': return pop();  // STOP
+        default: fail("unsupported pickle opcode 0x" + hex(op));
       }
     }
   }

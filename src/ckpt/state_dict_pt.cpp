@@ -25,24 +25,15 @@ constexpr const char* kMetaRecord = "hpctrain_meta.json";
 // torch.<Name>Storage for a dtype: what torch.save pickles as the storage's type.
 const char* storage_type(at::ScalarType st) {
   switch (st) {
-    case at::kFloat:
-      return "FloatStorage";
-    case at::kDouble:
-      return "DoubleStorage";
-    case at::kHalf:
-      return "HalfStorage";
-    case at::kBFloat16:
-      return "BFloat16Storage";
-    case at::kInt:
-      return "IntStorage";
-    case at::kLong:
-      return "LongStorage";
-    case at::kByte:
-      return "ByteStorage";
-    case at::kBool:
-      return "BoolStorage";
-    default:
-      throw Error(std::string("state dict: unsupported dtype ") + c10::toString(st));
+    case at::kFloat: return "FloatStorage";
+    case at::kDouble: return "DoubleStorage";
+    case at::kHalf: return "HalfStorage";
+    case at::kBFloat16: return "BFloat16Storage";
+    case at::kInt: return "IntStorage";
+    case at::kLong: return "LongStorage";
+    case at::kByte: return "ByteStorage";
+    case at::kBool: return "BoolStorage";
+    default: throw Error(std::string("state dict: unsupported dtype ") + c10::toString(st));
   }
 }
 

@@ -89,12 +89,9 @@ torch::nn::AnyModule make_batch_norm(int dims, const torch::nn::BatchNormOptions
     throw Error("make_batch_norm(" + name + "): dims must be 1, 2 or 3, got " + std::to_string(dims));
   if (comm) return torch::nn::AnyModule(SyncBatchNorm(options, comm, name));
   switch (dims) {
-    case 1:
-      return torch::nn::AnyModule(torch::nn::BatchNorm1d(options));
-    case 2:
-      return torch::nn::AnyModule(torch::nn::BatchNorm2d(options));
-    default:
-      return torch::nn::AnyModule(torch::nn::BatchNorm3d(options));
+    case 1: return torch::nn::AnyModule(torch::nn::BatchNorm1d(options));
+    case 2: return torch::nn::AnyModule(torch::nn::BatchNorm2d(options));
+    default: return torch::nn::AnyModule(torch::nn::BatchNorm3d(options));
   }
 }
 

@@ -12,14 +12,10 @@ namespace {
 // Rank r contributes (r + 1) everywhere; results are closed forms in the world size n.
 double expected(ReduceOp op, int n) {
   switch (op) {
-    case ReduceOp::kSum:
-      return n * (n + 1) / 2.0;
-    case ReduceOp::kAvg:
-      return (n + 1) / 2.0;
-    case ReduceOp::kMax:
-      return n;
-    case ReduceOp::kMin:
-      return 1;
+    case ReduceOp::kSum: return n * (n + 1) / 2.0;
+    case ReduceOp::kAvg: return (n + 1) / 2.0;
+    case ReduceOp::kMax: return n;
+    case ReduceOp::kMin: return 1;
   }
   return 0;
 }

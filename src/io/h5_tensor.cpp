@@ -37,24 +37,15 @@ Handle bool_type() {
 // The HDF5 file type for a torch dtype (also used as memory type: all little-endian here).
 Handle h5_type(at::ScalarType st) {
   switch (st) {
-    case at::kFloat:
-      return Handle(H5Tcopy(H5T_IEEE_F32LE));
-    case at::kDouble:
-      return Handle(H5Tcopy(H5T_IEEE_F64LE));
-    case at::kHalf:
-      return half_type();
-    case at::kBFloat16:
-      return Handle(H5Tcopy(H5T_STD_U16LE));
-    case at::kInt:
-      return Handle(H5Tcopy(H5T_STD_I32LE));
-    case at::kLong:
-      return Handle(H5Tcopy(H5T_STD_I64LE));
-    case at::kByte:
-      return Handle(H5Tcopy(H5T_STD_U8LE));
-    case at::kBool:
-      return bool_type();
-    default:
-      fail(std::string("checkpoint: unsupported dtype ") + c10::toString(st));
+    case at::kFloat: return Handle(H5Tcopy(H5T_IEEE_F32LE));
+    case at::kDouble: return Handle(H5Tcopy(H5T_IEEE_F64LE));
+    case at::kHalf: return half_type();
+    case at::kBFloat16: return Handle(H5Tcopy(H5T_STD_U16LE));
+    case at::kInt: return Handle(H5Tcopy(H5T_STD_I32LE));
+    case at::kLong: return Handle(H5Tcopy(H5T_STD_I64LE));
+    case at::kByte: return Handle(H5Tcopy(H5T_STD_U8LE));
+    case at::kBool: return bool_type();
+    default: fail(std::string("checkpoint: unsupported dtype ") + c10::toString(st));
   }
 }
 
@@ -90,10 +81,8 @@ std::string stored_dtype_name(at::ScalarType t) {
     case at::kInt:
     case at::kLong:
     case at::kByte:
-    case at::kBool:
-      return hpctrain::dtype_name(t);
-    default:
-      fail(std::string("checkpoint: unsupported dtype ") + c10::toString(t));
+    case at::kBool: return hpctrain::dtype_name(t);
+    default: fail(std::string("checkpoint: unsupported dtype ") + c10::toString(t));
   }
 }
 

@@ -26,29 +26,14 @@ void Handle::reset() {
   if (id_ < 0) return;
   auto g = lock();
   switch (H5Iget_type(id_)) {
-    case H5I_FILE:
-      H5Fclose(id_);
-      break;
-    case H5I_DATASET:
-      H5Dclose(id_);
-      break;
-    case H5I_DATASPACE:
-      H5Sclose(id_);
-      break;
-    case H5I_DATATYPE:
-      H5Tclose(id_);
-      break;
-    case H5I_ATTR:
-      H5Aclose(id_);
-      break;
-    case H5I_GENPROP_LST:
-      H5Pclose(id_);
-      break;
-    case H5I_GROUP:
-      H5Gclose(id_);
-      break;
-    default:
-      break;
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    default: break;
   }
   id_ = H5I_INVALID_HID;
 }
@@ -76,18 +61,12 @@ std::string type_name(hid_t t) {
   auto g = lock();
   const size_t bytes = H5Tget_size(t);
   switch (H5Tget_class(t)) {
-    case H5T_INTEGER:
-      return std::string(H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * bytes);
-    case H5T_FLOAT:
-      return "float" + std::to_string(8 * bytes);
-    case H5T_STRING:
-      return "string";
-    case H5T_ENUM:
-      return "enum";
-    case H5T_COMPOUND:
-      return "compound";
-    default:
-      return "non-numeric type";
+    case H5T_INTEGER: return std::string(H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * bytes);
+    case H5T_FLOAT: return "float" + std::to_string(8 * bytes);
+    case H5T_STRING: return "string";
+    case H5T_ENUM: return "enum";
+    case H5T_COMPOUND: return "compound";
+    default: return "non-numeric type";
   }
 }
 

@@ -35,14 +35,10 @@ double RankSplit::compute_s() const { return std::max(0.0, step_s - data_wait_s 
 
 const char* to_string(StragglerCause c) {
   switch (c) {
-    case StragglerCause::kData:
-      return "data";
-    case StragglerCause::kCompute:
-      return "compute";
-    case StragglerCause::kComm:
-      return "comm";
-    case StragglerCause::kUnknown:
-      return "unknown";
+    case StragglerCause::kData: return "data";
+    case StragglerCause::kCompute: return "compute";
+    case StragglerCause::kComm: return "comm";
+    case StragglerCause::kUnknown: return "unknown";
   }
   return "unknown";
 }

@@ -53,14 +53,10 @@ std::string label_of(FieldKind k, const std::string& label, const std::vector<st
     return s + "}";
   }
   switch (k) {
-    case FieldKind::kInt:
-      return "INT";
-    case FieldKind::kFloat:
-      return "FLOAT";
-    case FieldKind::kBool:
-      return "BOOL";
-    default:
-      return "TEXT";
+    case FieldKind::kInt: return "INT";
+    case FieldKind::kFloat: return "FLOAT";
+    case FieldKind::kBool: return "BOOL";
+    default: return "TEXT";
   }
 }
 
@@ -78,16 +74,11 @@ std::string default_text_of(const json& v) {
 
 std::string kind_name(FieldKind k) {
   switch (k) {
-    case FieldKind::kInt:
-      return "an integer";
-    case FieldKind::kFloat:
-      return "a number";
-    case FieldKind::kBool:
-      return "true or false";
-    case FieldKind::kString:
-      return "a string";
-    case FieldKind::kStringList:
-      return "a string or an array of strings";
+    case FieldKind::kInt: return "an integer";
+    case FieldKind::kFloat: return "a number";
+    case FieldKind::kBool: return "true or false";
+    case FieldKind::kString: return "a string";
+    case FieldKind::kStringList: return "a string or an array of strings";
   }
   return "?";
 }
@@ -140,8 +131,7 @@ json parse_flag(const FieldSpec& f, const std::string& raw) {
       if (raw == "true" || raw == "1" || raw.empty()) return json(true);
       if (raw == "false" || raw == "0") return json(false);
       throw CollectiveError(where + " expects true or false, got \"" + raw + "\"");
-    case FieldKind::kString:
-      return json(raw);
+    case FieldKind::kString: return json(raw);
     case FieldKind::kStringList: {
       json list = json::array();
       size_t p = 0;

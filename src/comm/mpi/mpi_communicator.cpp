@@ -22,30 +22,21 @@ namespace {
 // The MPI datatype that carries `s` for reductions (half types are staged in float32).
 MPI_Datatype mpi_type(at::ScalarType s) {
   switch (s) {
-    case at::kFloat:
-      return MPI_FLOAT;
-    case at::kDouble:
-      return MPI_DOUBLE;
-    case at::kInt:
-      return MPI_INT32_T;
-    case at::kLong:
-      return MPI_INT64_T;
-    case at::kByte:
-      return MPI_UINT8_T;
-    default:
-      return MPI_DATATYPE_NULL;
+    case at::kFloat: return MPI_FLOAT;
+    case at::kDouble: return MPI_DOUBLE;
+    case at::kInt: return MPI_INT32_T;
+    case at::kLong: return MPI_INT64_T;
+    case at::kByte: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;
   }
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-      return MPI_SUM;
-    case ReduceOp::kMax:
-      return MPI_MAX;
-    case ReduceOp::kMin:
-      return MPI_MIN;
+    case ReduceOp::kAvg: return MPI_SUM;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kMin: return MPI_MIN;
   }
   return MPI_OP_NULL;
 }
@@ -86,16 +77,11 @@ void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm, ShmAllr
 // An MPI datatype of one element of `elem` bytes, for pure data movement.
 MPI_Datatype element_type(size_t elem) {
   switch (elem) {
-    case 1:
-      return MPI_UINT8_T;
-    case 2:
-      return MPI_UINT16_T;
-    case 4:
-      return MPI_UINT32_T;
-    case 8:
-      return MPI_UINT64_T;
-    default:
-      throw Error("allgather_into: unsupported element size " + std::to_string(elem));
+    case 1: return MPI_UINT8_T;
+    case 2: return MPI_UINT16_T;
+    case 4: return MPI_UINT32_T;
+    case 8: return MPI_UINT64_T;
+    default: throw Error("allgather_into: unsupported element size " + std::to_string(elem));
   }
 }
 

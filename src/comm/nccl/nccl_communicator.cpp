@@ -50,35 +50,23 @@ namespace {
 
 ncclDataType_t nccl_type(at::ScalarType s) {
   switch (s) {
-    case at::kFloat:
-      return ncclFloat32;
-    case at::kDouble:
-      return ncclFloat64;
-    case at::kHalf:
-      return ncclFloat16;
-    case at::kBFloat16:
-      return ncclBfloat16;
-    case at::kInt:
-      return ncclInt32;
-    case at::kLong:
-      return ncclInt64;
-    case at::kByte:
-      return ncclUint8;
-    default:
-      throw Error(std::string("nccl: unsupported dtype ") + c10::toString(s));
+    case at::kFloat: return ncclFloat32;
+    case at::kDouble: return ncclFloat64;
+    case at::kHalf: return ncclFloat16;
+    case at::kBFloat16: return ncclBfloat16;
+    case at::kInt: return ncclInt32;
+    case at::kLong: return ncclInt64;
+    case at::kByte: return ncclUint8;
+    default: throw Error(std::string("nccl: unsupported dtype ") + c10::toString(s));
   }
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kAvg:
-      return ncclAvg;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kMin:
-      return ncclMin;
+    case ReduceOp::kSum: return ncclSum;
+    case ReduceOp::kAvg: return ncclAvg;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kMin: return ncclMin;
   }
   return ncclSum;
 }

@@ -99,12 +99,9 @@ std::vector<int64_t> equal_sizes(int64_t per_rank) { return std::vector<int64_t>
 // Uneven local batches, with an empty one when there are several ranks.
 std::vector<int64_t> uneven_sizes() {
   switch (world().size()) {
-    case 1:
-      return {5};
-    case 2:
-      return {3, 0};
-    case 4:
-      return {3, 5, 0, 8};
+    case 1: return {5};
+    case 2: return {3, 0};
+    case 4: return {3, 5, 0, 8};
     default: {
       std::vector<int64_t> s(world().size());
       for (int r = 0; r < world().size(); ++r) s[r] = r % 3 == 2 ? 0 : r + 2;

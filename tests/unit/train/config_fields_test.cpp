@@ -35,14 +35,12 @@ json other_value(const FieldSpec& f, const json& def) {
       double v = def.get<double>() + 0.25;
       return json(v <= f.max ? v : (def.get<double>() + std::max(f.min, 0.0)) / 2);
     }
-    case FieldKind::kBool:
-      return json(!def.get<bool>());
+    case FieldKind::kBool: return json(!def.get<bool>());
     case FieldKind::kString:
       for (const auto& c : f.choices)
         if (!c.empty() && c != def.get<std::string>()) return json(c);
       return json("x_" + f.key);
-    case FieldKind::kStringList:
-      return json::array({"a_" + f.key + ".so", "b_" + f.key + ".so"});
+    case FieldKind::kStringList: return json::array({"a_" + f.key + ".so", "b_" + f.key + ".so"});
   }
   return json();
 }
