@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "dataset/dataset_info.h"
+#include "runtime/check.h"
 #include "runtime/clock.h"
 #include "runtime/trace.h"
 #include "train/progress.h"
@@ -40,15 +41,28 @@ std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimi
     rep_.message("hpctrain train: no checkpoint to resume from in " + cfg_.ckpt_dir + "; starting fresh");
     return std::nullopt;
   }
+  // Which checkpoint and why, for the messages: a reused --ckpt-dir resumes by default.
+  const std::string why = cfg_.resume == "auto"
+                              ? "--resume auto: the newest checkpoint in --ckpt-dir " + cfg_.ckpt_dir
+                              : "--resume " + cfg_.resume;
   CheckpointState st = read_checkpoint(*path, device);
-  TrainProgress p = restore_model_state(st, model);
-  opt.restore(st, *path);
+  TrainProgress p;
+  try {
+    p = restore_model_state(st, model);
+    opt.restore(st, *path);
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error("cannot resume from " + *path + " (" + why + "): " + e.what() +
+                "; to train this model from scratch pass --resume none (or another --ckpt-dir)");
+  }
   int64_t saved_world = st.meta.value("world_size", int64_t{world_size});
   rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) +
                ", epoch " + std::to_string(p.sampler.epoch + 1) + ", " +
                std::to_string(p.sampler.samples_consumed) + " samples into the epoch (saved with " +
                std::to_string(saved_world) + " rank(s); now " + std::to_string(world_size) +
-               ", global batch " + std::to_string(global_batch) + ")");
+               ", global batch " + std::to_string(global_batch) + "; " + why +
+               (cfg_.resume == "auto" ? "; --resume none starts fresh" : "") + ")");
   return p;
 }
 
