@@ -16,7 +16,7 @@ out=perf/results/loader.jsonl
 run() { "$@" | tail -1 | tee -a "$out"; }
 for pf in 0 2; do
   run "$BIN" bench loader --data "$DATA/train.h5" --batch-size 128 --prefetch $pf
-  run "$BIN" bench loader --data "$DATA/train.h5" --batch-size 128 --prefetch $pf --augment
+  run "$BIN" bench loader --data "$DATA/train.h5" --batch-size 128 --prefetch $pf --augment true
   # With 2 ms of simulated compute per batch, prefetching should hide most of the data wait.
   run "$BIN" bench loader --data "$DATA/train.h5" --batch-size 128 --prefetch $pf --compute-ms 2
 done

@@ -33,7 +33,17 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option("--prefetch", args->prefetch, "batches ahead; 0 = synchronous")->capture_default_str();
   cmd->add_option("--max-batches", args->max_batches, "stop after N batches (0 = one epoch)");
   cmd->add_option("--compute-ms", args->compute_ms, "simulated compute per batch (sleep)");
-  cmd->add_flag("--augment", args->augment, "random crop + flip");
+  // As `train --augment`: a value true|false|1|0, or bare (true).
+  cmd->add_option_function<std::string>(
+         "--augment",
+         [args](const std::string& v) {
+           if (v.empty() || v == "true" || v == "1") args->augment = true;
+           else if (v == "false" || v == "0") args->augment = false;
+           else throw CLI::ValidationError("--augment", "expects true or false, got \"" + v + "\"");
+         },
+         "random crop + flip: true|false (bare --augment: true; default false)")
+      ->expected(0, 1)
+      ->default_str("");
   cmd->callback([&chosen, args] { chosen = [args](World& w) { return run(w, *args); }; });
 }
 

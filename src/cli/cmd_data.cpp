@@ -44,11 +44,11 @@ void add(CLI::App& root, Action& chosen) {
   sy->add_option("--out", *sout, "output directory (train.h5, test.h5)")->required();
   sy->add_option("--n", spec->train_size, "training samples")->required();
   sy->add_option("--test-n", spec->test_size, "test samples")->capture_default_str();
-  sy->add_option("--channels", spec->channels)->capture_default_str();
-  sy->add_option("--height", spec->height)->capture_default_str();
-  sy->add_option("--width", spec->width)->capture_default_str();
-  sy->add_option("--classes", spec->classes)->capture_default_str();
-  sy->add_option("--seed", spec->seed)->capture_default_str();
+  sy->add_option("--channels", spec->channels, "image channels C (samples are [C,H,W] uint8)")->capture_default_str();
+  sy->add_option("--height", spec->height, "image height H")->capture_default_str();
+  sy->add_option("--width", spec->width, "image width W")->capture_default_str();
+  sy->add_option("--classes", spec->classes, "number of classes (labels 0..classes-1, one pattern each)")->capture_default_str();
+  sy->add_option("--seed", spec->seed, "seed of the class patterns and the noise (same seed, same files)")->capture_default_str();
   sy->add_option("--noise", spec->noise, "Gaussian noise std in pixel units")->capture_default_str();
   sy->callback([&chosen, sout, spec] {
     chosen = [sout, spec](World& w) {
