@@ -50,11 +50,12 @@ std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimi
   try {
     p = restore_model_state(st, model);
     opt.restore(st, *path);
-  } catch (const CollectiveError&) {
-    throw;
   } catch (const Error& e) {
-    throw Error("cannot resume from " + *path + " (" + why + "): " + e.what() +
-                "; to train this model from scratch pass --resume none (or another --ckpt-dir)");
+    // The same kind as thrown (every rank reads the same checkpoint: the same error everywhere).
+    const std::string msg = "cannot resume from " + *path + " (" + why + "): " + e.what() +
+                            "; to train this model from scratch pass --resume none (or another --ckpt-dir)";
+    if (dynamic_cast<const CollectiveError*>(&e)) throw CollectiveError(msg);
+    throw Error(msg);
   }
   int64_t saved_world = st.meta.value("world_size", int64_t{world_size});
   rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) +
