@@ -55,7 +55,13 @@ ok "--ckpt-dir DIR and --ckpt-dir=DIR win: checkpoint in the user's directory on
 
 # --resume none: a run dir with a finished checkpoint; the default (auto) resumes, none starts over.
 argv=$(sb defaults "${base[@]}")
-grep -q "resum" "$WORK/defaults.log" || { cat "$WORK/defaults.log"; fail "resume: the second default run did not resume"; }
+grep -q "resumed from $WORK/defaults/ckpt/step-00000004 at step 4.*--resume auto: the newest checkpoint in --ckpt-dir $WORK/defaults/ckpt; --resume none starts fresh" "$WORK/defaults.log" ||
+  { cat "$WORK/defaults.log"; fail "resume: the second default run did not say it resumed, from where and why"; }
+# That run was finished: it says so instead of reporting a loss and throughput of 0.
+grep -q "nothing to train: the resumed checkpoint is at step 4 of 4" "$WORK/defaults.log" || { cat "$WORK/defaults.log"; fail "no 'nothing to train'"; }
+[ "$(summary "$WORK/defaults.log" nothing_to_train)" = True ] && [ "$(summary "$WORK/defaults.log" train_loss)" = None ] &&
+  [ "$(summary "$WORK/defaults.log" samples_per_s)" = None ] || { tail -1 "$WORK/defaults.log"; fail "summary of a finished run"; }
+ok "a reused run dir resumes (--resume auto) and says from where and why; finished: 'nothing to train', null loss/throughput"
 argv=$(HPCTRAIN_CKPT_DIR="$WORK/defaults/ckpt" sb resnone "${base[@]}" --resume none)
 [ "$(count -- --resume "$argv")" = 1 ] && [[ "$argv" == *"--resume none"* ]] || fail "resume: $argv"
 grep -qi "resum" "$WORK/resnone.log" && { cat "$WORK/resnone.log"; fail "--resume none resumed"; }
