@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 PY=${HPCTRAIN_PYTHON:-${HPCTRAIN_HOME:-$HOME/.cache/hpctrain}/venv/bin/python}
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-ZOO="$SRC/examples/zoo_reference.py"
+[ -f "$SRC/examples/zoo_reference.py" ] || fail "no examples/zoo_reference.py under $SRC"
 [ -x "$PY" ] || fail "no venv python at $PY (bash launch/setup.sh makes it)"
 # last_json LOG FIELD: field of the last JSON line of LOG (stderr lines may follow it).
 last_json() { /usr/bin/python3 -c "
