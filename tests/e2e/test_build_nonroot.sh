@@ -36,10 +36,10 @@ cat >"$NR/as_user.sh" <<SH
 set -uo pipefail
 cd "$NR/src"
 export HOME="$NR/home" HPCTRAIN_HOME="$NR/home/.cache/hpctrain" PATH=/usr/local/bin:/usr/bin:/bin
-echo "== 1"; bash launch/setup.sh --no-install; echo "rc=\$?"
-echo "== 2"; CMAKE_PREFIX_PATH="$NR/torchA/share/cmake" bash launch/setup.sh --no-install --configure-only >"$NR/c2.log" 2>&1; echo "rc=\$?"
-t=\$SECONDS; cmake --build build --target $OBJ >"$NR/b2.log" 2>&1; echo "build rc=\$? in \$((SECONDS - t)) s"
-echo "== 3"; CMAKE_PREFIX_PATH="$NR/torchB/share/cmake" bash launch/setup.sh --no-install --configure-only >"$NR/c3.log" 2>&1; echo "rc=\$?"
+echo "== 1"; bash launch/setup.sh --no-install; echo "rc=\$?"; [ -e build ] && echo "build/ exists" || echo "no build/"
+echo "== 2"; CMAKE_PREFIX_PATH="$NR/torchA/share/cmake" bash launch/setup.sh --no-install --configure-only >"$NR/home/c2.log" 2>&1; echo "rc=\$?"; cp build/CMakeCache.txt "$NR/home/cache2.txt"
+t=\$SECONDS; cmake --build build --target $OBJ >"$NR/home/b2.log" 2>&1; echo "build rc=\$? in \$((SECONDS - t)) s"
+echo "== 3"; CMAKE_PREFIX_PATH="$NR/torchB/share/cmake" bash launch/setup.sh --no-install --configure-only >"$NR/home/c3.log" 2>&1; echo "rc=\$?"
 SH
 t0=$SECONDS
 timeout 300 unshare --mount --propagation private bash -c "
@@ -47,22 +47,23 @@ timeout 300 unshare --mount --propagation private bash -c "
   runuser -u '$U' -- bash '$NR/as_user.sh'" >"$WORK/out.txt" 2>&1 || { cat "$WORK/out.txt"; fail "the user's session failed"; }
 out=$(cat "$WORK/out.txt")
 part() { sed -n "/^== $1\$/,/^== /p" "$WORK/out.txt"; }
+p1=$(part 1) p2=$(part 2) p3=$(part 3)
 # 1. LibTorch missing: reported with its variable, exit 1, nothing else missing or installed.
-part 1 | grep -q "^rc=1$" || { echo "$out"; fail "1: --no-install without LibTorch did not exit 1"; }
-[ "$(part 1 | grep -c '^\[setup\] missing ')" = 1 ] && part 1 | grep -q "^\[setup\] missing LibTorch: set CMAKE_PREFIX_PATH" ||
+grep <<<"$p1" -q "^rc=1$" || { echo "$out"; fail "1: --no-install without LibTorch did not exit 1"; }
+[ "$(grep <<<"$p1" -c '^\[setup\] missing ')" = 1 ] && grep <<<"$p1" -q "^\[setup\] missing LibTorch: set CMAKE_PREFIX_PATH" ||
   { echo "$out"; fail "1: expected exactly one 'missing LibTorch: set CMAKE_PREFIX_PATH' line"; }
-part 1 | grep -qi "installing" && { echo "$out"; fail "1: --no-install installed something"; }
-[ ! -e "$NR/src/build/CMakeCache.txt" ] || fail "1: a failed check configured build/"
-ok "1. --no-install without LibTorch: '$(part 1 | grep '^\[setup\] missing' | cut -c1-110)...', exit 1, nothing installed"
+grep <<<"$p1" -qi "installing" && { echo "$out"; fail "1: --no-install installed something"; }
+grep <<<"$p1" -q "^no build/$" || { echo "$out"; fail "1: a failed check made build/"; }
+ok "1. --no-install without LibTorch: '$(grep <<<"$p1" '^\[setup\] missing' | cut -c1-110)...', exit 1, nothing installed"
 # 2. configured against A as the user, one object built.
-part 2 | grep -q "^rc=0$" || { cat "$NR/c2.log"; fail "2: --no-install --configure-only with CMAKE_PREFIX_PATH=A failed"; }
-grep -q "^Torch_DIR:PATH=$NR/torchA/" "$NR/src/build/CMakeCache.txt" || { grep Torch_DIR "$NR/src/build/CMakeCache.txt"; fail "2: Torch_DIR not under A"; }
-part 2 | grep -q "^build rc=0 " || { tail -30 "$NR/b2.log"; fail "2: building $OBJ as the user failed"; }
+grep <<<"$p2" -q "^rc=0$" || { cat "$NR/home/c2.log"; fail "2: --no-install --configure-only with CMAKE_PREFIX_PATH=A failed"; }
+grep -q "^Torch_DIR:PATH=$NR/torchA/" "$NR/home/cache2.txt" || { grep Torch_DIR "$NR/home/cache2.txt"; fail "2: Torch_DIR not under A"; }
+grep <<<"$p2" -q "^build rc=0 " || { tail -30 "$NR/home/b2.log"; fail "2: building $OBJ as the user failed"; }
 [ "$(stat -c %U "$NR/src/build/$OBJ")" = "$U" ] || fail "2: the object is not the user's"
-ok "2. as user $U: setup.sh --no-install --configure-only against LibTorch at A, then $OBJ built ($(part 2 | sed -n 's/^build rc=0 //p'))"
+ok "2. as user $U: setup.sh --no-install --configure-only against LibTorch at A, then $OBJ built ($(sed <<<"$p2" -n 's/^build rc=0 //p'))"
 # 3. another LibTorch: reconfigured, the cache follows it.
-part 3 | grep -q "^rc=0$" || { cat "$NR/c3.log"; fail "3: reconfigure with B failed"; }
-grep -q "reconfiguring with $NR/torchB" "$NR/c3.log" || { cat "$NR/c3.log"; fail "3: setup.sh did not say it reconfigures"; }
+grep <<<"$p3" -q "^rc=0$" || { cat "$NR/home/c3.log"; fail "3: reconfigure with B failed"; }
+grep -q "reconfiguring with $NR/torchB" "$NR/home/c3.log" || { cat "$NR/home/c3.log"; fail "3: setup.sh did not say it reconfigures"; }
 for v in Torch_DIR TORCH_LIBRARY; do
   grep -q "^$v:[A-Z]*=$NR/torchB/" "$NR/src/build/CMakeCache.txt" || { grep "^$v:" "$NR/src/build/CMakeCache.txt"; fail "3: $v still points at the old LibTorch"; }
 done
