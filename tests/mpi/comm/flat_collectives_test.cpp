@@ -23,9 +23,10 @@ at::Tensor rank_input(int64_t numel, int rank, at::ScalarType dt) {
 // and the integer types). So every result is exact, and is compared whole with at::equal: a
 // block off by one element, or a wrong op, is a mismatch.
 bool low_precision(at::ScalarType dt) { return dt == at::kHalf || dt == at::kBFloat16; }
+// In double (exact); `dt` picks the formula, the caller converts.
 at::Tensor reduce_input(at::Tensor idx, int rank, at::ScalarType dt) {
-  if (low_precision(dt)) return (at::remainder(idx, 16) + 16 * rank).to(dt);
-  return (idx + 100 * rank).to(dt);
+  if (low_precision(dt)) return at::remainder(idx, 16) + 16 * rank;
+  return idx + 100 * rank;
 }
 
 }  // namespace
@@ -35,18 +36,18 @@ TEST(ReduceScatter, SumAndAvgGiveEachRankItsBlock) {
   int n = c.size(), r = c.rank();
   for (auto dt : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong}) {
     for (int64_t block : {1, 7, 1000}) {
-      at::Tensor in = reduce_input(at::arange(block * n, at::kDouble), r, dt);
+      at::Tensor in = reduce_input(at::arange(block * n, at::kDouble), r, dt).to(dt);
       at::Tensor out = at::full({block}, -1, dt);
       c.reduce_scatter(in, out, ReduceOp::kSum, "test.rs")->wait();
       // sum over ranks q of rank q's input, over rank r's block, in double (exact)
       at::Tensor idx = at::arange(r * block, (r + 1) * block, at::kDouble);
       at::Tensor want = at::zeros({block}, at::kDouble);
-      for (int q = 0; q < n; ++q) want += reduce_input(idx, q, at::kDouble);
+      for (int q = 0; q < n; ++q) want += reduce_input(idx, q, dt);
       EXPECT_TRUE(at::equal(out, want.to(dt))) << c10::toString(dt) << " block " << block;
       if (at::isFloatingType(dt)) {
         // n is 1, 2 or 4, and every sum here divides by it: the average is exact too.
         at::Tensor avg = at::empty({block}, dt);
-        c.reduce_scatter(reduce_input(at::arange(block * n, at::kDouble), r, dt), avg, ReduceOp::kAvg,
+        c.reduce_scatter(reduce_input(at::arange(block * n, at::kDouble), r, dt).to(dt), avg, ReduceOp::kAvg,
                          "test.rs_avg")->wait();
         EXPECT_TRUE(at::equal(avg, (want / n).to(dt))) << c10::toString(dt) << " block " << block;
       }
