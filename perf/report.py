@@ -96,8 +96,8 @@ def scaling_section(model, path):
 
 def allreduce_section(n, path):
     rows = list(csv.DictReader(open(path)))
-    return [f"### Allreduce, {n} ranks ([csv]({rel(path)}), {measured(path)}; `hpctrain bench allreduce`, median of "
-            f"its iterations per size)", "",
+    return [f"### Allreduce, {n} ranks ([csv]({rel(path)}), {measured(path)}; `hpctrain bench allreduce` "
+            f"via perf/allreduce_sweep.sh)", "",
             md_table(["bytes", "ours busbw GB/s", "bare MPI busbw GB/s", "ours / MPI"],
                      [[r["bytes"], f"{float(r['busbw_GBps']):.3f}", f"{float(r['mpi_busbw_GBps']):.3f}",
                        f"{float(r['busbw_ratio']):.3f}"] for r in rows])]
