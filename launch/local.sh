@@ -12,6 +12,7 @@
 #   drops off the network ends the job within 25 s, and mpirun is supervised: if every rank on
 #   this machine has exited but mpirun still waits for a remote host after
 #   HPCTRAIN_LAUNCHER_GRACE seconds (default 15), mpirun is ended and the exit code is 3.
+# - HPCTRAIN_BIN: the binary to start (default build/hpctrain of this checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BIN=${HPCTRAIN_BIN:-$here/../build/hpctrain}

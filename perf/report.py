@@ -81,7 +81,7 @@ def machine_text(results):
 
 def scaling_section(model, path):
     rows = list(csv.DictReader(open(path)))
-    out = [f"### Scaling: {model} ([csv]({rel(path)}))", "",
+    out = [f"### Scaling: {model} ([csv]({rel(path)}), {measured(path)})", "",
            md_table(["mode", "ranks", "batch/rank", "global batch", "samples/s", "step ms", "speedup", "efficiency",
                      "comm-blocked ms", "data-wait ms", "data"],
                     [[r["mode"], r["ranks"], r["batch_per_rank"], r["global_batch"], r["samples_per_s"], ms(r["step_s"]),
@@ -96,7 +96,8 @@ def scaling_section(model, path):
 
 def allreduce_section(n, path):
     rows = list(csv.DictReader(open(path)))
-    return [f"### Allreduce, {n} ranks ([csv]({rel(path)}))", "",
+    return [f"### Allreduce, {n} ranks ([csv]({rel(path)}), {measured(path)}; `hpctrain bench allreduce` "
+            f"via perf/allreduce_sweep.sh)", "",
             md_table(["bytes", "ours busbw GB/s", "bare MPI busbw GB/s", "ours / MPI"],
                      [[r["bytes"], f"{float(r['busbw_GBps']):.3f}", f"{float(r['mpi_busbw_GBps']):.3f}",
                        f"{float(r['busbw_ratio']):.3f}"] for r in rows])]
@@ -119,6 +120,15 @@ def generic_jsonl_section(title, path, last=None):
     which = f"last {len(lines)} line{'s' if len(lines) > 1 else ''}" if last else "all lines"
     return ([f"### {title} ([raw]({rel(path)}), {which})", ""] + [f"> {n}" for n in notes] + ([""] if notes else []) +
             [md_table(keys, [[cell(l.get(k, "")) for k in keys] for l in lines])])
+
+
+def measured(path):
+    """'measured YYYY-MM-DD HH:MM' from the file name's stamp (every results file carries one)."""
+    mt = re.search(STAMP, os.path.basename(path))
+    if not mt:
+        return "date not recorded"
+    d, t = mt.group(1).split("-")
+    return f"measured {d[:4]}-{d[4:6]}-{d[6:]} {t[:2]}:{t[2:4]}"
 
 
 def rel(path):
@@ -148,7 +158,8 @@ def render(a):
         if os.path.exists(os.path.join(res, name)):
             out += generic_jsonl_section(title, os.path.join(res, name), last) + [""]
     for p in sorted(glob.glob(os.path.join(res, "ckpt-*.md")))[-1:]:
-        out += [f"### Checkpoints (`perf/ckpt_bench.py`) ([raw]({rel(p)}))", "", open(p).read().strip(), ""]
+        out += [f"### Checkpoints (`perf/ckpt_bench.py`) ([raw]({rel(p)}), {measured(p)}; each row names its run)", "",
+                open(p).read().strip(), ""]
     rows, links = [], []
     for fm in sorted(glob.glob(os.path.join(res, "fmnist-*.jsonl"))):
         summ = [l["summary"] for l in jsonl(fm) if l.get("type") == "summary"]

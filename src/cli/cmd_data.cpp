@@ -44,11 +44,11 @@ void add(CLI::App& root, Action& chosen) {
   sy->add_option("--out", *sout, "output directory (train.h5, test.h5)")->required()->type_name("DIR");
   sy->add_option("--n", spec->train_size, "training samples")->required();
   sy->add_option("--test-n", spec->test_size, "test samples");
-  sy->add_option("--channels", spec->channels, "channels per image (images uint8 [N,C,H,W])");
-  sy->add_option("--height", spec->height, "image height in pixels");
-  sy->add_option("--width", spec->width, "image width in pixels");
-  sy->add_option("--classes", spec->classes, "number of classes (labels 0..classes-1)");
-  sy->add_option("--seed", spec->seed, "seed of the generator (same seed: same files)");
+  sy->add_option("--channels", spec->channels, "image channels C (samples are [C,H,W] uint8)");
+  sy->add_option("--height", spec->height, "image height H");
+  sy->add_option("--width", spec->width, "image width W");
+  sy->add_option("--classes", spec->classes, "number of classes (labels 0..classes-1, one pattern each)");
+  sy->add_option("--seed", spec->seed, "seed of the class patterns and the noise (same seed, same files)");
   sy->add_option("--noise", spec->noise, "Gaussian noise std in pixel units");
   sy->callback([&chosen, sout, spec] {
     chosen = [sout, spec](World& w) {

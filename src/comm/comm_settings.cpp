@@ -14,9 +14,9 @@ CommSettings CommSettings::from_env() {
   if (const char* v = std::getenv("HPCTRAIN_COLLECTIVE_TIMEOUT"); v && *v) {
     char* end = nullptr;
     double t = std::strtod(v, &end);
-    if (end == v || *end != '\0')
+    if (end == v || *end != '\0' || !(t >= 0))
       throw CollectiveError(std::string("HPCTRAIN_COLLECTIVE_TIMEOUT='") + v +
-                            "' is not a number of seconds (0 turns the watchdog off)");
+                            "' is not a number of seconds >= 0 (0 turns the watchdog off)");
     s.collective_timeout_s = t;
   }
   if (const char* v = std::getenv("HPCTRAIN_DEBUG_COLLECTIVES"); v && *v) {

@@ -12,6 +12,7 @@
 #include "hpctrain_version.h"
 #include "metrics/progress.h"
 #include "model/torchscript_model.h"
+#include "runtime/check.h"
 #include "runtime/clock.h"
 #include "runtime/trace.h"
 #include "train/train_optimizer.h"
@@ -42,14 +43,27 @@ std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimi
     rep_.message("hpctrain train: no checkpoint to resume from in " + cfg_.ckpt_dir + "; starting fresh");
     return std::nullopt;
   }
+  // Which checkpoint and why, for the messages: a reused --ckpt-dir resumes by default.
+  const std::string why = cfg_.resume == "auto" ? "--resume auto: the newest checkpoint in --ckpt-dir " + cfg_.ckpt_dir
+                                                : "--resume " + cfg_.resume;
   CheckpointState st = read_checkpoint(*path, device);
-  TrainProgress p = restore_model_state(st, model);
-  opt.restore(st, *path);
+  TrainProgress p;
+  try {
+    p = restore_model_state(st, model);
+    opt.restore(st, *path);
+  } catch (const Error& e) {
+    // The same kind as thrown (every rank reads the same checkpoint: the same error everywhere).
+    const std::string msg = "cannot resume from " + *path + " (" + why + "): " + e.what() +
+                            "; to train this model from scratch pass --resume none (or another --ckpt-dir)";
+    if (dynamic_cast<const CollectiveError*>(&e)) throw CollectiveError(msg);
+    throw Error(msg);
+  }
   int64_t saved_world = st.meta.value("world_size", int64_t{world_size});
   rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) + ", epoch " +
                std::to_string(p.sampler.epoch + 1) + ", " + std::to_string(p.sampler.samples_consumed) +
                " samples into the epoch (saved with " + std::to_string(saved_world) + " rank(s); now " +
-               std::to_string(world_size) + ", global batch " + std::to_string(global_batch) + ")");
+               std::to_string(world_size) + ", global batch " + std::to_string(global_batch) + "; " + why +
+               (cfg_.resume == "auto" ? "; --resume none starts fresh" : "") + ")");
   return p;
 }
 

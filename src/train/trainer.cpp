@@ -285,6 +285,12 @@ nlohmann::json Trainer::run() {
   int64_t epoch = s.start_epoch;
   s.stats.start(s.train->data_wait_seconds());
   bool preempted = false;
+  const int64_t first_step = s.step;
+  if (first_step >= s.total_steps)
+    s.rep->message("hpctrain train: nothing to train: the resumed checkpoint is at step " + std::to_string(first_step) +
+                   " of " + std::to_string(s.total_steps) +
+                   " (raise --epochs or --max-steps to continue, or --resume none to start over); "
+                   "evaluating it");
   for (; epoch < s.cfg.epochs && s.step < s.total_steps && !preempted; ++epoch) {
     if (s.resume_pos && s.resume_pos->epoch == epoch)
       s.train->start_at(*s.resume_pos);
@@ -366,6 +372,12 @@ nlohmann::json Trainer::run() {
                             {"optim_state_bytes_per_rank", s.opt->state_bytes()},
                             {"wall_s", wall},
                             {"straggler", s.straggler->summary()}};
+  if (s.step == first_step) {
+    // No step ran here: there is no loss or throughput to report (not 0.0).
+    summary["nothing_to_train"] = true;
+    summary["samples_per_s"] = nullptr;
+    summary["train_loss"] = nullptr;
+  }
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());
   s.rep->metrics({{"type", "summary"}, {"summary", summary}});
   return summary;

@@ -137,8 +137,15 @@ pacc = plugin_event_accumulator.EventAccumulator(A.tbdir)
 pacc.Reload()
 if "config" not in pacc.PluginTagToContent("text"):
     fail(f"text plugin sees no config: {pacc.PluginTagToContent('text')}")
-if set(pacc.PluginTagToContent("scalars")) < set(want):
-    fail(f"scalars plugin lacks {sorted(set(want) - set(pacc.PluginTagToContent('scalars')))}")
+# Every expected tag, and no other than EventAccumulator's: a missing tag fails (a subset
+# test `<` passed when the plugin lacked a tag but had another).
+plugin_scalars = set(pacc.PluginTagToContent("scalars"))
+if set(want) - plugin_scalars:
+    fail(f"scalars plugin lacks {sorted(set(want) - plugin_scalars)}")
+if plugin_scalars != set(tags["scalars"]):
+    fail(f"scalars plugin tags differ from EventAccumulator's: only in plugin "
+         f"{sorted(plugin_scalars - set(tags['scalars']))}, only in EventAccumulator "
+         f"{sorted(set(tags['scalars']) - plugin_scalars)}")
 loss_steps = [e.step for e in acc.Scalars("train/loss")]
 print(f"ok: {len(files)} file(s), {records} records with valid CRCs; {len(want)} tags, {points} "
       f"points equal to the JSONL; train/loss steps {loss_steps[0]}..{loss_steps[-1]}")

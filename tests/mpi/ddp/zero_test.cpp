@@ -173,5 +173,27 @@ TEST(Zero1, EachRankHoldsOneNthOfThePaddedFlatSpace) {
   for (const auto& t : ddp.param_blocks()) blocks += t.numel();
   EXPECT_EQ(blocks, z.shard_numel());
   // The parameters are views of the flat buffers: the allgather updates the module itself.
-  for (auto& p : m->parameters()) EXPECT_GT(p.storage().nbytes(), 0u);
+  // Each bucket's block lies in that bucket's buffer (offset rank * block); each parameter of
+  // the bucket lies in the same allocation at its slot's offset, with its numel.
+  auto blocks_v = ddp.param_blocks();
+  ASSERT_EQ(blocks_v.size(), z.buckets.size());
+  auto named = m->named_parameters(/*recurse=*/true);
+  size_t slots = 0;
+  for (size_t b = 0; b < z.buckets.size(); ++b) {
+    const at::Tensor& blk = blocks_v[b];
+    const float* base = static_cast<const float*>(blk.storage().data());
+    ASSERT_NE(base, nullptr);
+    EXPECT_EQ(blk.storage().nbytes(), static_cast<size_t>(z.buckets[b].padded) * sizeof(float)) << "bucket " << b;
+    EXPECT_EQ(static_cast<const float*>(blk.data_ptr()), base + world().rank() * z.buckets[b].block) << "bucket " << b;
+    for (const ZeroSlot& sl : z.buckets[b].params) {
+      const at::Tensor* p = named.find(sl.name);
+      ASSERT_NE(p, nullptr) << sl.name;
+      EXPECT_EQ(p->storage().data(), blk.storage().data()) << sl.name << " is not in bucket " << b << "'s buffer";
+      EXPECT_EQ(static_cast<const float*>(p->data_ptr()), base + sl.offset) << sl.name;
+      EXPECT_EQ(p->numel(), sl.numel) << sl.name;
+      EXPECT_TRUE(p->is_contiguous()) << sl.name;
+      ++slots;
+    }
+  }
+  EXPECT_EQ(slots, m->parameters().size());
 }

@@ -3,7 +3,11 @@
 // tests/cluster/test_cluster_misconfig.sh (part e) on namespace hosts.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "diag/host_pairs.h"
@@ -27,7 +31,25 @@ TEST(HostPairs, TransportSettingsNameThePml) {
 
 TEST(HostPairs, InterfacesAreNameEqualsIpv4) {
   const std::regex form(R"([^=\s]+=\d+\.\d+\.\d+\.\d+)");
-  for (const auto& i : ipv4_interfaces()) EXPECT_TRUE(std::regex_match(i, form)) << i;
+  const std::vector<std::string> got = ipv4_interfaces();
+  for (const auto& i : got) EXPECT_TRUE(std::regex_match(i, form)) << i;
+  // The same list as iproute2's (up, IPv4, not the loopback), so an empty or partial list fails
+  // wherever the host has an interface.
+  FILE* p = popen(
+      "command -v ip >/dev/null || exit 3; ip -o -4 addr show up 2>/dev/null | awk '$2 != \"lo\" {split($4, a, \"/\"); "
+      "print $2 \"=\" a[1]}'",
+      "r");
+  ASSERT_NE(p, nullptr);
+  std::set<std::string> want;
+  char line[256];
+  while (std::fgets(line, sizeof(line), p)) {
+    std::string l = line;
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    if (!l.empty()) want.insert(l);
+  }
+  const int st = pclose(p);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 3) GTEST_SKIP() << "iproute2's `ip` is not available to compare with";
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), want);
 }
 
 }  // namespace

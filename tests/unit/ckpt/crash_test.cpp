@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "ckpt/dir_ops.h"
@@ -49,9 +50,13 @@ TEST(CrashChild, DISABLED_WriteStep200) {
   const char* point = std::getenv("HPCTRAIN_CKPT_CRASH_POINT");
   ASSERT_NE(dir, nullptr);
   ASSERT_NE(point, nullptr);
-  // Sleep at the point, for the parent's SIGKILL to land there.
-  ckpt::set_fault_hook([at = std::string(point)](const std::string& p) {
-    if (p == at) std::this_thread::sleep_for(std::chrono::seconds(600));
+  // At the point: say so (DIR/.at_point holds the point's name, written then renamed, so the
+  // parent never reads half of it), then sleep for the parent's SIGKILL to land there.
+  ckpt::set_fault_hook([at = std::string(point), d = std::string(dir)](const std::string& p) {
+    if (p != at) return;
+    { std::ofstream(d + "/.at_point.tmp") << p; }
+    fs::rename(d + "/.at_point.tmp", d + "/.at_point");
+    std::this_thread::sleep_for(std::chrono::seconds(600));
   });
   ckpt::write_checkpoint_sync(opts(dir), 200, state_for(200));
 }
@@ -63,7 +68,6 @@ TEST_P(CrashSafety, KillDuringWriteLeavesOldOrNewCheckpoint) {
   TempDir d;
   ckpt::write_checkpoint_sync(opts(d.path), 100, state_for(100));
 
-  std::string ready = d.path + "/.child_pid";
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -83,27 +87,46 @@ TEST_P(CrashSafety, KillDuringWriteLeavesOldOrNewCheckpoint) {
           "--gtest_filter=CrashChild.DISABLED_WriteStep200", static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait until the child sits at the point: its tmp dir exists and holds the expected files,
-  // or (for points after the rename) step-200 exists. Poll; the child sleeps 600 s there.
+  // Wait until the child says it sits at the point (its fault hook wrote DIR/.at_point with the
+  // point's name and sleeps 600 s there); not arriving within 60 s fails the test.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::string p = point;
-  auto at_point = [&] {
-    std::string tmp = d.path + "/step-00000200.tmp", fin = d.path + "/step-00000200";
-    // in_shard:1 builds shard 1's image in memory right after shard 0 is on disk.
-    if (p == "in_shard:1") return fs::exists(tmp + "/shard-00000-of-00003.h5");
-    if (p == "after_shard:0") return fs::exists(tmp + "/shard-00000-of-00003.h5");
-    if (p == "before_rename") return fs::exists(tmp + "/manifest.json");
-    if (p == "before_latest") return fs::exists(fin + "/manifest.json");
-    if (p == "before_prune") return fs::exists(fin + "/manifest.json");
-    return false;
-  };
-  while (!at_point() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it reach the sleep
+  std::string marker = d.path + "/.at_point";
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "child exited before the kill at " << point;
-  if (p == "in_shard:1")  // the image is built in memory: no byte of shard 1 on disk yet
-    EXPECT_FALSE(fs::exists(d.path + "/step-00000200.tmp/shard-00001-of-00003.h5"));
+  while (!fs::exists(marker)) {
+    if (waitpid(pid, &status, WNOHANG) != 0) FAIL() << "child exited before reaching " << point;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL() << "child did not reach " << point << " within 60 s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string reached;
+  std::getline(std::ifstream(marker), reached);
+  ASSERT_EQ(reached, p);
+  ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "child exited at " << point;
+  // What is on disk at each point (each one different).
+  std::string tmp = d.path + "/step-00000200.tmp", fin = d.path + "/step-00000200";
+  const std::string shard0 = "/shard-00000-of-00003.h5", shard1 = "/shard-00001-of-00003.h5";
+  if (p == "in_shard:1" || p == "after_shard:0") {
+    // in_shard:1 builds shard 1's image in memory right after shard 0 is on disk: no byte of
+    // shard 1 on disk yet, at either point.
+    EXPECT_TRUE(fs::exists(tmp + shard0)) << p;
+    EXPECT_FALSE(fs::exists(tmp + shard1)) << p;
+    EXPECT_FALSE(fs::exists(tmp + "/manifest.json")) << p;
+  } else if (p == "before_rename") {
+    EXPECT_TRUE(fs::exists(tmp + "/manifest.json")) << p;
+    EXPECT_FALSE(fs::exists(fin)) << p;
+  } else if (p == "before_latest") {
+    EXPECT_TRUE(fs::exists(fin + "/manifest.json")) << p;
+    EXPECT_EQ(read_latest(d.path), "step-00000100") << p;
+  } else if (p == "before_prune") {
+    EXPECT_EQ(read_latest(d.path), "step-00000200") << p;
+    EXPECT_TRUE(fs::exists(d.path + "/step-00000100")) << p << ": pruned before the point";
+  } else {
+    FAIL() << "unknown point " << p;
+  }
   kill(pid, SIGKILL);
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));

@@ -155,8 +155,10 @@ TEST(Writer, CheckErrorsRaisesAnUnwritableDirectory) {
   // A regular file where the step's tmp directory must go: the write fails in the thread.
   std::ofstream(d.path + "/ckpt/step-00000005.tmp") << "x";
   w.save(5, sample_state(1));
+  // Polls for the event, not against a short clock: the error is raised once the thread has
+  // tried the write, however slow the machine (60 s only bounds a hang).
   bool raised = false;
-  for (int i = 0; i < 200 && !raised; ++i) {
+  for (int i = 0; i < 6000 && !raised; ++i) {
     try {
       w.check_errors();
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -72,18 +72,31 @@ TEST(ZeroState, ReshardingFourToThreeRanksKeepsEveryElement) {
   CheckpointState st = f.sharded(4);
   unshard_optimizer_state(st, "test");
   ZeroPartition z3 = make_zero_partition(f.plan, f.specs, 3);
-  std::vector<at::Tensor> parts;
-  for (int r = 0; r < 3; ++r) parts.push_back(shard_optimizer_state(st, z3, r, "test").at("exp_avg"));
-  // Rank-major flat space: the three shards are the padded buckets' blocks.
-  int64_t total = 0;
-  for (auto& p : parts) total += p.numel();
-  EXPECT_EQ(total, 3 * z3.shard_numel());
-  double sum_sharded = 0, sum_canon = 0;
-  for (auto& p : parts) sum_sharded += p.sum().item<double>();
-  for (auto& [n, t] : by_name(f.canonical()))
-    if (n.find(".exp_avg") != std::string::npos && n.find("_sq") == std::string::npos)
-      sum_canon += t.sum().item<double>();
-  EXPECT_NEAR(sum_sharded, sum_canon, 1e-4);  // padding adds zeros only
+  auto canon = by_name(f.canonical());
+  for (const std::string slot : {"exp_avg", "exp_avg_sq"}) {
+    // The expected shards, built from the contract (zero_partition.h): each bucket is its
+    // parameters' values at their slot offsets, zero-padded to `padded`; rank r's shard is the
+    // concatenation of block r of every bucket. Compared element by element.
+    std::vector<at::Tensor> want(3);
+    for (int r = 0; r < 3; ++r) {
+      std::vector<at::Tensor> blocks;
+      for (const ZeroBucket& bk : z3.buckets) {
+        at::Tensor flat = at::zeros({bk.padded});
+        for (const ZeroSlot& sl : bk.params)
+          flat.narrow(0, sl.offset, sl.numel).copy_(canon.at("optim/" + sl.name + "." + slot).reshape({-1}));
+        blocks.push_back(flat.narrow(0, r * bk.block, bk.block));
+      }
+      want[r] = at::cat(blocks);
+    }
+    int64_t total = 0;
+    for (int r = 0; r < 3; ++r) {
+      at::Tensor part = shard_optimizer_state(st, z3, r, "test").at(slot);
+      total += part.numel();
+      EXPECT_EQ(part.numel(), z3.shard_numel()) << slot << " rank " << r;
+      EXPECT_TRUE(at::equal(part, want[r])) << slot << " rank " << r << ": " << part << " vs " << want[r];
+    }
+    EXPECT_EQ(total, 3 * z3.shard_numel());
+  }
 }
 
 TEST(ZeroState, PartitionThatDisagreesWithItsShardsIsAnError) {

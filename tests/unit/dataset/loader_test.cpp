@@ -39,6 +39,7 @@ std::vector<hpctrain::Batch> drain(Loader& l) {
 TEST(Loader, SameBatchesWithAndWithoutPrefetch) {
   TempDir d;
   hpctrain::write_synthetic(d.path(), small_spec());
+  std::vector<std::vector<hpctrain::Batch>> first;  // prefetch 0, without and with augmentation
   for (bool augment : {false, true}) {
     std::vector<std::vector<hpctrain::Batch>> runs;
     for (int k : {0, 1, 3}) {
@@ -60,7 +61,15 @@ TEST(Loader, SameBatchesWithAndWithoutPrefetch) {
         EXPECT_EQ(runs[r][b].epoch, 2);
       }
     EXPECT_EQ(runs[0].back().images.size(0), 3);  // the last, smaller batch
+    first.push_back(runs[0]);
   }
+  // The loader applies the augmentation: same samples and labels, changed images.
+  int changed = 0;
+  for (size_t b = 0; b < first[0].size(); ++b) {
+    EXPECT_TRUE(at::equal(first[0][b].labels, first[1][b].labels));
+    changed += !at::equal(first[0][b].images, first[1][b].images);
+  }
+  EXPECT_GT(changed, 0) << "--augment changed no batch";
 }
 
 TEST(Loader, BatchValuesMatchSamplerAndNormalization) {
@@ -97,33 +106,46 @@ TEST(Loader, BatchValuesMatchSamplerAndNormalization) {
 }
 
 TEST(Loader, AugmentationIsDeterministicPerSampleAndMatchesClosedForm) {
-  // A 1x3x3 image 1..9. Seeds are found for which the draw is a pure flip and a pure shift.
+  // A 1x3x3 image 1..9 (distinct values: each flip/shift gives a distinct image). Every output
+  // must be one flip/shift of the input, and over many seeds every flip/shift must occur: an
+  // augmentation that returns the image unchanged (or never flips, or never shifts) fails.
   std::vector<float> base = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  auto x = base;
-  hpctrain::augment_sample(x.data(), 1, 3, 3, 0, 123);  // pad 0: only a possible flip
   const std::vector<float> flipped = {3, 2, 1, 6, 5, 4, 9, 8, 7};
-  EXPECT_TRUE(x == base || x == flipped);
+  std::set<std::vector<float>> pad0;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    auto x = base;
+    hpctrain::augment_sample(x.data(), 1, 3, 3, 0, seed);  // pad 0: only a possible flip
+    EXPECT_TRUE(x == base || x == flipped) << "seed " << seed;
+    pad0.insert(x);
+  }
+  EXPECT_EQ(pad0.size(), 2u) << "pad 0: expected both the image and its mirror over 64 seeds";
   // With pad 1 every output is a shift by (dy,dx) in [-1,1]^2 of the (maybe flipped) image.
-  for (uint64_t seed = 0; seed < 20; ++seed) {
+  std::set<int> seen;  // flip * 9 + (dy + 1) * 3 + (dx + 1)
+  for (uint64_t seed = 0; seed < 400; ++seed) {
     auto y = base;
     hpctrain::augment_sample(y.data(), 1, 3, 3, 1, seed);
     auto again = base;
     hpctrain::augment_sample(again.data(), 1, 3, 3, 1, seed);
     EXPECT_EQ(y, again);
-    bool matched = false;
-    for (auto& src : {base, flipped})
+    int matched = -1;
+    for (int f = 0; f < 2; ++f)
       for (int dy = -1; dy <= 1; ++dy)
         for (int dx = -1; dx <= 1; ++dx) {
+          const auto& src = f ? flipped : base;
           std::vector<float> want(9);
           for (int r = 0; r < 3; ++r)
             for (int c = 0; c < 3; ++c) {
               int sr = r + dy, sc = c + dx;
               want[r * 3 + c] = (sr >= 0 && sr < 3 && sc >= 0 && sc < 3) ? src[sr * 3 + sc] : 0.f;
             }
-          matched |= want == y;
+          if (want == y) matched = f * 9 + (dy + 1) * 3 + (dx + 1);
         }
-    EXPECT_TRUE(matched) << "seed " << seed;
+    EXPECT_GE(matched, 0) << "seed " << seed << ": not a flip/shift of the input";
+    seen.insert(matched);
   }
+  seen.erase(-1);
+  // 18 outcomes, each with probability 1/18: all occur in 400 fixed seeds.
+  EXPECT_EQ(seen.size(), 18u) << "not every flip/shift occurs over 400 seeds";
   EXPECT_EQ(hpctrain::sample_seed(1, 2, 3), hpctrain::sample_seed(1, 2, 3));
   EXPECT_NE(hpctrain::sample_seed(1, 2, 3), hpctrain::sample_seed(1, 3, 3));
   EXPECT_NE(hpctrain::sample_seed(1, 2, 3), hpctrain::sample_seed(1, 2, 4));
@@ -193,7 +215,7 @@ TEST(Loader, BadOptionsAreReported) {
   EXPECT_THROW(Loader(d / "train.h5", 1, 0, o), hpctrain::Error);
 }
 
-TEST(Loader, CudaBatchesMatchCpuBatches) {
+TEST(LoaderCuda, BatchesMatchCpuBatches) {
   if (hpctrain::visible_cuda_devices() == 0) GTEST_SKIP() << "no CUDA device visible: pinned copy path not exercised";
   TempDir d;
   hpctrain::write_synthetic(d.path(), small_spec());
