@@ -12,9 +12,7 @@ namespace hpctrain {
 void add_train_flags(CLI::App& app, const std::shared_ptr<TrainFlags>& args) {
   app.add_option("--config", args->config, "TOML file; flags override its keys")->type_name("FILE");
   for (const auto& f : config_fields()) {
-    std::string flag = "--" + f.key;
-    for (auto& c : flag)
-      if (c == '_') c = '-';
+    const std::string flag = flag_of(f.key);
     std::string key = f.key;
     if (f.kind == FieldKind::kStringList) {
       // Repeatable: every occurrence's value (each may itself be comma-separated) reaches the
