@@ -1,11 +1,15 @@
-// `hpctrain data fashion-mnist|synthetic`: dataset preparation. Rank 0 writes the files (ranks
+// `hpctrain data fashion-mnist|synthetic|text`: dataset preparation. Rank 0 writes the files (ranks
 // would otherwise race on the same paths); its outcome is broadcast so every rank exits alike.
 #include <cstdio>
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "dataset/fashion_mnist.h"
 #include "dataset/synthetic.h"
+#include "dataset/text_tokens.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
@@ -56,6 +60,34 @@ void add(CLI::App& root, Action& chosen) {
         write_synthetic(*sout, *spec);
         return "wrote " + *sout + "/train.h5 (" + std::to_string(spec->train_size) + ") and " + *sout + "/test.h5 (" +
                std::to_string(spec->test_size) + ")";
+      });
+    };
+  });
+
+  auto* tx = d->add_subcommand("text", "UTF-8 text files as byte tokens (vocab 256) for language models");
+  struct TextArgs {
+    std::string out;
+    double test_fraction = 0.1;
+    std::vector<std::string> inputs;
+  };
+  auto ta = std::make_shared<TextArgs>();
+  tx->add_option("--out", ta->out, "output directory (train.h5, test.h5: tokens uint8, vocab_size 256)")
+      ->required()
+      ->type_name("DIR");
+  tx->add_option("--test-fraction", ta->test_fraction, "the last fraction of each file that goes to test.h5")
+      ->type_name("FLOAT");
+  tx->add_option("inputs", ta->inputs, "text files, or directories of them (binary files are skipped)")
+      ->required()
+      ->type_name("FILE_OR_DIR");
+  tx->callback([&chosen, ta] {
+    chosen = [ta](World& w) {
+      return on_rank0(w, [&] {
+        TextTokensReport r = write_text_tokens(ta->inputs, ta->out, ta->test_fraction);
+        std::string msg = "wrote " + ta->out + "/train.h5 (" + std::to_string(r.train_tokens) + " tokens) and " +
+                          ta->out + "/test.h5 (" + std::to_string(r.test_tokens) + " tokens) from " +
+                          std::to_string(r.files) + " text file(s), tokenizer bytes, vocab_size 256";
+        if (!r.skipped.empty()) msg += "; skipped " + std::to_string(r.skipped.size()) + " (" + r.skipped[0] + ", ...)";
+        return msg;
       });
     };
   });

@@ -8,9 +8,13 @@
 namespace hpctrain {
 
 struct Batch {
-  at::Tensor images;  // float32 [B, sample shape...] (images: [B,C,H,W]), normalized, on the loader's device
-  at::Tensor labels;  // int64 [B] class labels, or float32 [B, target shape...] regression targets
-  at::Tensor valid;   // bool [B]; false for the sampler's padding duplicates
+  // The model's input: float32 [B, sample shape...] (images: [B,C,H,W]), normalized, on the
+  // loader's device; token data: int64 input ids [B, T].
+  at::Tensor images;
+  // int64 [B] class labels, float32 [B, target shape...] regression targets, or (token data)
+  // int64 next-token targets [B, T].
+  at::Tensor labels;
+  at::Tensor valid;  // bool [B]; false for the sampler's padding duplicates
   int64_t epoch = 0;
   int64_t index = 0;  // batch index within the epoch share
 };

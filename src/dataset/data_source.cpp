@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "dataset/h5_dataset.h"
+#include "dataset/token_source.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -56,6 +57,14 @@ std::vector<std::string> split_files(const std::string& dir, const std::string& 
 }
 
 DataSource::DataSource(const std::vector<std::string>& files, const DataSourceOptions& o) {
+  if (is_token_file(files.at(0))) {
+    tokens_ = std::make_unique<TokenSource>(files, o.seq_len, o.in_memory_max);
+    info_ = tokens_->info();
+    return;
+  }
+  if (o.seq_len > 0 && std::filesystem::exists(files[0]))
+    throw Error("--seq-len " + std::to_string(o.seq_len) + " is for token data, but " + files[0] +
+                " has no 'tokens' dataset (it is read as inputs '" + o.inputs + "' and targets '" + o.targets + "')");
   int64_t total = 0, classes = 0;
   for (const auto& f : files) {
     auto ds = std::make_unique<H5Dataset>(H5Dataset::open(f, o.inputs, o.targets, 0, o.regression, o.in_memory_max));
@@ -100,6 +109,11 @@ void DataSource::per_file(const std::vector<int64_t>& sorted, int64_t row, float
     while (k < sorted.size() && sorted[k] < end) local.push_back(sorted[k++] - start_[f]);
     fn(*files_[f], local, out + first * row);
   }
+}
+
+void DataSource::read_tokens(const std::vector<int64_t>& sorted, int64_t* inputs, int64_t* targets) const {
+  if (!tokens_) throw Error(info_.path + ": not a token data set");
+  tokens_->read(sorted, inputs, targets);
 }
 
 void DataSource::read(const std::vector<int64_t>& sorted, float* out) const {

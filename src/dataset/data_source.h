@@ -8,6 +8,10 @@
 // is the largest class count any file declares or needs. A gap in the numbering (train-00000 and
 // train-00002 without train-00001) or both train.h5 and train-*.h5 is an error naming the files.
 // Reads stay on demand: a batch reads from each file it touches once.
+//
+// Token data: when the first file holds a `tokens` dataset the split is a token stream
+// (dataset/token_source.h) and needs seq_len; samples are windows, read with read_tokens().
+// seq_len with image files is an error naming the file.
 #pragma once
 
 #include <memory>
@@ -19,6 +23,7 @@
 namespace hpctrain {
 
 class H5Dataset;
+class TokenSource;
 
 // DIR/<split>.h5, or the numbered DIR/<split>-NNNNN.h5 files in order. Throws hpctrain::Error.
 std::vector<std::string> split_files(const std::string& dir, const std::string& split);
@@ -28,6 +33,7 @@ struct DataSourceOptions {
   std::string targets = "labels";  // integer labels; with regression, the float target dataset
   bool regression = false;
   int64_t in_memory_max = int64_t{512} << 20;  // bytes; see H5Dataset::open
+  int64_t seq_len = 0;                         // token data: tokens per window (--seq-len)
 };
 
 class DataSource {
@@ -43,12 +49,15 @@ class DataSource {
   // float in that order; see H5Dataset::read.
   void read(const std::vector<int64_t>& sorted, float* out) const;
   void read_targets(const std::vector<int64_t>& sorted, float* out) const;
+  // Token data: the windows `sorted` as int64 inputs and targets [n, seq_len] (token_source.h).
+  void read_tokens(const std::vector<int64_t>& sorted, int64_t* inputs, int64_t* targets) const;
 
  private:
   template <class Fn>
   void per_file(const std::vector<int64_t>& sorted, int64_t row, float* out, Fn&& fn) const;
   std::vector<std::unique_ptr<H5Dataset>> files_;
   std::vector<int64_t> start_;  // global index of each file's first sample
+  std::unique_ptr<TokenSource> tokens_;
   DatasetInfo info_;
 };
 

@@ -23,6 +23,14 @@ struct DatasetInfo {
   bool has_stats = false;        // mean/std came from the file
   bool uint8_pixels = true;      // input_dtype == "uint8"
   std::string path;              // the (first) file
+  // Token data (dataset/token_source.h): a sample is a window of seq_len + 1 tokens; inputs and
+  // targets are int64 [seq_len] (sample_shape = target_shape = [seq_len]), classification with
+  // num_classes = vocab_size, input_dtype the stored integer type.
+  bool tokens = false;
+  int64_t vocab_size = 0;
+  int64_t seq_len = 0;
+  int64_t token_count = 0;  // tokens in all files together
+  std::string tokenizer;    // the files' `tokenizer` attribute ("bytes", ...), "" when absent
   int64_t target_numel() const;
   int64_t sample_numel() const;
 };

@@ -213,6 +213,16 @@ void copy_rows(const std::vector<T>& all, const std::vector<int64_t>& sorted, in
 
 }  // namespace
 
+bool reserve_in_memory(int64_t bytes) {
+  if (in_memory_bytes.fetch_add(bytes) + bytes > H5Dataset::kInMemoryBudget) {
+    in_memory_bytes.fetch_sub(bytes);
+    return false;
+  }
+  return true;
+}
+
+void release_in_memory(int64_t bytes) { in_memory_bytes.fetch_sub(bytes); }
+
 H5Dataset::RowCache::RowCache(RowCache&& o) noexcept : tried(o.tried), u8(std::move(o.u8)), f32(std::move(o.f32)) {
   o.u8.clear();
   o.f32.clear();
@@ -237,10 +247,7 @@ void H5Dataset::fill_cache(RowCache& c, hid_t ds, bool u8, int64_t row_numel) co
   const int64_t n = info_.size * row_numel;
   const int64_t bytes = n * (u8 ? 1 : 4);
   if (n <= 0 || bytes > in_memory_max_) return;  // read per batch
-  if (in_memory_bytes.fetch_add(bytes) + bytes > kInMemoryBudget) {
-    in_memory_bytes.fetch_sub(bytes);
-    return;
-  }
+  if (!reserve_in_memory(bytes)) return;
   ++read_calls_;
   auto g = h5::lock();
   h5::silence_errors();

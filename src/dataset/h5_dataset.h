@@ -30,6 +30,12 @@
 
 namespace hpctrain {
 
+// The process-wide in-memory budget (H5Dataset::kInMemoryBudget) every reader of whole datasets
+// shares (H5Dataset's row caches, TokenSource's streams). reserve: false (and nothing reserved)
+// when `bytes` more would pass it.
+bool reserve_in_memory(int64_t bytes);
+void release_in_memory(int64_t bytes);
+
 class H5Dataset {
  public:
   // Opens and validates (see the contract above). num_classes > 0 overrides the file's value.

@@ -23,6 +23,7 @@ DataSourceOptions source_options(const LoaderOptions& o) {
   d.targets = o.labels;
   d.regression = o.regression;
   d.in_memory_max = o.in_memory_mb << 20;
+  d.seq_len = o.seq_len;
   return d;
 }
 }  // namespace
@@ -39,6 +40,11 @@ Loader::Loader(const std::vector<std::string>& files, int world, int rank, Loade
   if (opts_.prefetch < 0) throw Error("loader: prefetch must be >= 0");
   const auto& inf = dataset_.info();
   const std::string path = inf.path;
+  if (inf.tokens) {
+    if (opts_.augment) throw Error("loader: augmentation is for images; " + path + " is a token stream");
+    start_epoch(0);
+    return;
+  }
   const int64_t c = inf.sample_shape[0];
   mean_ = opts_.mean.empty() ? inf.mean : opts_.mean;
   std_ = opts_.std.empty() ? inf.std : opts_.std;
@@ -106,6 +112,7 @@ Batch Loader::assemble(int64_t b) const {
   std::sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return idx[a] < idx[c]; });
   std::vector<int64_t> sorted(n);
   for (int64_t k = 0; k < n; ++k) sorted[k] = idx[order[k]];
+  if (inf.tokens) return assemble_tokens(b, sorted, order, valid);
   std::vector<float> raw(size_t(n * numel));
   dataset_.read(sorted, raw.data());
 
@@ -143,6 +150,30 @@ Batch Loader::assemble(int64_t b) const {
       lab[slot] = dataset_.label(sorted[k]);
     else
       std::copy_n(traw.data() + k * tnumel, tnumel, tgt + slot * tnumel);
+    val[slot] = valid[slot];
+  }
+  return out;
+}
+
+// Token windows: read in ascending order, then each window's inputs and targets go to its slot.
+Batch Loader::assemble_tokens(int64_t b, const std::vector<int64_t>& sorted, const std::vector<int64_t>& order,
+                              const std::vector<bool>& valid) const {
+  const int64_t n = int64_t(sorted.size()), t = dataset_.info().seq_len;
+  std::vector<int64_t> in(size_t(n * t)), tg(size_t(n * t));
+  dataset_.read_tokens(sorted, in.data(), tg.data());
+  Batch out;
+  out.images = at::empty({n, t}, at::kLong);
+  out.labels = at::empty({n, t}, at::kLong);
+  out.valid = at::empty({n}, at::kBool);
+  out.epoch = sampler_.epoch();
+  out.index = b;
+  int64_t* x = out.images.data_ptr<int64_t>();
+  int64_t* y = out.labels.data_ptr<int64_t>();
+  bool* val = out.valid.data_ptr<bool>();
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t slot = order[k];
+    std::copy_n(in.data() + k * t, t, x + slot * t);
+    std::copy_n(tg.data() + k * t, t, y + slot * t);
     val[slot] = valid[slot];
   }
   return out;

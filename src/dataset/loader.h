@@ -17,6 +17,8 @@
 //   numbered files are one data set (dataset/data_source.h).
 // - Batch.images has the file's per-sample shape; Batch.labels holds int64 class labels [B], or
 //   float targets [B, t1..tm] when `regression` is set.
+// - Token data (seq_len set, files with `tokens`): Batch.images holds int64 input ids [B, T] and
+//   Batch.labels the next-token targets [B, T]; no normalization, augmentation is an error.
 // The dataset/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
@@ -53,6 +55,7 @@ struct LoaderOptions {
   std::string images = "images", labels = "labels";
   bool regression = false;       // read `labels` as the float target dataset (e.g. "targets")
   std::vector<float> mean, std;  // empty: the file's (training set's) values
+  int64_t seq_len = 0;           // token data: tokens per window (dataset/token_source.h)
 };
 
 class Loader {
@@ -86,6 +89,8 @@ class Loader {
     std::shared_ptr<void> ready;
   };
   Batch assemble(int64_t b) const;
+  Batch assemble_tokens(int64_t b, const std::vector<int64_t>& sorted, const std::vector<int64_t>& order,
+                        const std::vector<bool>& valid) const;
   void produce(int64_t first, int64_t end);
   void stop();
   // Sets the batch range [first, batches_per_epoch()) and starts the producer if prefetching.

@@ -62,10 +62,11 @@ void Reporter::progress(const ProgressLine& p) {
   if (!root_) return;
   char buf[256];
   std::snprintf(buf, sizeof(buf),
-                "epoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.0f samples/s data-wait %.1f%% "
+                "epoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.0f %s/s data-wait %.1f%% "
                 "comm-blocked %.1f%% eta %s",
                 (long long)p.epoch, (long long)p.epochs, (long long)p.step, (long long)p.total_steps, p.loss, p.lr,
-                p.samples_per_s, p.data_wait_pct, p.comm_wait_pct, format_duration(p.eta_s).c_str());
+                p.tokens_per_s > 0 ? p.tokens_per_s : p.samples_per_s, p.tokens_per_s > 0 ? "tokens" : "samples",
+                p.data_wait_pct, p.comm_wait_pct, format_duration(p.eta_s).c_str());
   std::string line = p.note.empty() ? std::string(buf) : std::string(buf) + " | " + p.note;
   if (tty_) {
     std::printf("\r\033[K%s", line.c_str());

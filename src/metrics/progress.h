@@ -30,7 +30,8 @@ class TensorBoardSink;
 struct ProgressLine {
   int64_t epoch, epochs, step, total_steps;
   double loss, lr, samples_per_s, data_wait_pct, comm_wait_pct, eta_s;
-  std::string note = {};  // appended after " | " when not empty (e.g. the straggler report)
+  std::string note = {};    // appended after " | " when not empty (e.g. the straggler report)
+  double tokens_per_s = 0;  // language models: shown instead of samples/s when > 0
 };
 
 class Reporter {

@@ -4,6 +4,8 @@
 
 #include <torch/nn/module.h>
 
+#include "runtime/check.h"
+
 namespace hpctrain {
 
 ModuleModel::ModuleModel(std::shared_ptr<torch::nn::Module> module, ForwardFn forward)
@@ -25,6 +27,25 @@ NamedTensors ModuleModel::named_buffers() {
 void ModuleModel::train(bool on) { module_->train(on); }
 bool ModuleModel::is_training() const { return module_->is_training(); }
 void ModuleModel::to(c10::Device device) { module_->to(device); }
+
+std::map<std::string, std::string> parse_model_config(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t p = 0;
+  while (p < text.size()) {
+    size_t e = text.find(',', p);
+    if (e == std::string::npos) e = text.size();
+    std::string part = text.substr(p, e - p);
+    p = e + 1;
+    if (part.empty()) continue;
+    size_t eq = part.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw CollectiveError("--model-config: \"" + part + "\" is not key=value (e.g. n_layer=4,n_head=4)");
+    std::string key = part.substr(0, eq);
+    if (!out.emplace(key, part.substr(eq + 1)).second)
+      throw CollectiveError("--model-config: key " + key + " is given twice");
+  }
+  return out;
+}
 
 int64_t count_parameters(Model& m) {
   int64_t n = 0;

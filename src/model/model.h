@@ -21,6 +21,7 @@
 #include <c10/core/Device.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,11 @@ class Model {
   virtual bool is_training() const = 0;
   virtual void to(c10::Device device) = 0;
   virtual std::shared_ptr<torch::nn::Module> module() { return nullptr; }
+  // Optional: a short description for the run's config line (size, FLOPs, ...); "" for none.
+  virtual std::string describe() { return ""; }
+  // Optional: whether --weight-decay applies to parameter `name` (default: every parameter;
+  // language models leave out biases, norms and position tables).
+  virtual bool decays(const std::string& name, const at::Tensor& param) { return true; }
 };
 using ModelPtr = std::shared_ptr<Model>;
 
@@ -59,7 +65,17 @@ struct ModelSpec {
   // a Sequential/ModuleList/ModuleDict are converted by the trainer anyway.
   Communicator* sync_bn = nullptr;
   c10::Device device{c10::kCPU};  // the run's device (the trainer moves the model there)
+  // Token data (language models): input int64 [B, seq_len], output logits [B, seq_len, vocab_size];
+  // vocab_size also in num_classes, seq_len in sample_shape. 0 for other data.
+  int64_t vocab_size = 0;
+  int64_t seq_len = 0;
+  // --model-config "k=v,k=v" (TOML model_config), for the model to interpret (parse_model_config).
+  std::string model_config;
 };
+
+// "n_layer=4,n_head=4" -> {{"n_layer","4"},{"n_head","4"}}; a part without '=' or a key given
+// twice throws CollectiveError naming it.
+std::map<std::string, std::string> parse_model_config(const std::string& text);
 
 // Builds a fresh model for `spec`. Called once per rank, with the same spec on every rank;
 // it must build the same architecture everywhere (DDP checks names, dtypes and shapes). The

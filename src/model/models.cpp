@@ -1,4 +1,4 @@
-// The zoo: mlp, cnn and resnet as ClassifierNet(features, classifier), registered by name. The
+// The zoo: mlp, cnn and resnet as ClassifierNet (and gpt, model/gpt.h)(features, classifier), registered by name. The
 // factory uses SyncBatchNorm when the spec carries a communicator, and for regression reshapes
 // the output to the target shape.
 #include "model/models.h"
@@ -10,6 +10,7 @@
 #include <torch/nn/modules/pooling.h>
 
 #include "ddp/sync_batchnorm.h"
+#include "model/gpt.h"
 #include "model/model_registry.h"
 #include "runtime/check.h"
 
@@ -123,6 +124,10 @@ namespace {
 // when the spec carries a communicator.
 ModelFactory zoo_factory() {
   return [](const ModelSpec& spec) -> ModelPtr {
+    if (spec.vocab_size > 0)
+      throw CollectiveError("model " + spec.name +
+                            " takes images or float tensors; this data is a token stream: train a language model "
+                            "(--model gpt, a TorchScript module or a plugin taking int64 [B,T])");
     NormFactory norm = batchnorm2d_factory();
     if (spec.sync_bn) {
       auto counter = std::make_shared<int>(0);
@@ -153,6 +158,10 @@ HPCTRAIN_REGISTER_MODEL("cnn", "two conv-BN-ReLU-maxpool blocks and two linear l
                         zoo_factory());
 HPCTRAIN_REGISTER_MODEL("resnet", "pre-activation ResNet, 48/96/192 channels (690,394 parameters on 1x28x28)",
                         zoo_factory());
+HPCTRAIN_REGISTER_MODEL("gpt",
+                        "GPT-2 layout language model for token data (--seq-len T, --model-config "
+                        "n_layer=4,n_head=4,n_embd=128,dropout=0,bias=true)",
+                        [](const ModelSpec& spec) { return make_gpt(gpt_options(spec)); });
 
 }  // namespace
 

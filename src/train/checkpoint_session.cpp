@@ -79,6 +79,11 @@ void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimize
                          {"num_classes", info.num_classes},
                          {"target_shape", info.target_shape},
                          {"hpctrain_version", HPCTRAIN_VERSION}};
+  if (info.tokens) {  // what eval and generate rebuild a language model from
+    meta["vocab_size"] = info.vocab_size;
+    meta["seq_len"] = info.seq_len;
+    meta["tokenizer"] = info.tokenizer;
+  }
   // Deferred snapshot (ckpt/checkpoint.h): parameters and optimizer state change only in the
   // next optimizer step, which waits in before_update(); buffers change in the next forward.
   const bool defer = !sync && cfg_.ckpt_async;

@@ -37,8 +37,10 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
 //   choices: "a|b|c" for a fixed set of strings ("" : free text)
 //   min/max: inclusive range of a number (min exclusive when min_exclusive)
 #define HPCTRAIN_CONFIG_FIELDS(X) \
-  X(std::string, model, "cnn", "NAME|FILE.pt", "", kNoMin, kNoMax, false, "model: mlp|cnn|resnet, a plugin's model (hpctrain models lists them), or a TorchScript file") \
+  X(std::string, model, "cnn", "NAME|FILE.pt", "", kNoMin, kNoMax, false, "model: mlp|cnn|resnet|gpt, a plugin's model (hpctrain models lists them), or a TorchScript file") \
   X(std::vector<std::string>, model_lib, {}, "PATH", "", kNoMin, kNoMax, false, "model plugin LIB.so to load (repeatable, or comma-separated)") \
+  X(std::string, model_config, "", "K=V,...", "", kNoMin, kNoMax, false, "model options, e.g. n_layer=4,n_head=4,n_embd=128 for gpt (also dropout, bias)") \
+  X(int64_t, seq_len, 0, "", "", 0, 1e9, false, "token data: tokens per training window, the language model's context (required for token data)") \
   X(std::string, loss, "cross_entropy", "", "cross_entropy|mse|l1|smooth_l1", kNoMin, kNoMax, false, "training loss: cross_entropy (integer labels) | mse | l1 | smooth_l1 (float targets)") \
   X(std::string, targets_key, "targets", "NAME", "", kNoMin, kNoMax, false, "dataset of float targets for regression losses") \
   X(std::string, data, "", "DIR", "", kNoMin, kNoMax, false, "directory with train.h5 and test.h5, or numbered train-00000.h5... and test-00000.h5... (required)") \

@@ -11,52 +11,16 @@
 #include "comm/open_run.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
-#include "model/model_registry.h"
-#include "model/torchscript_model.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "runtime/tensor_text.h"
 #include "runtime/world.h"
+#include "train/checkpoint_model.h"
 #include "train/evaluate.h"
 #include "train/loss.h"
 
 namespace hpctrain {
-namespace {
-
-// The factory that rebuilds the checkpoint's model, or a one-line reason why there is none.
-ModelFactory factory_for(const CheckpointState& st, const EvalRequest& req) {
-  if (!req.model.empty()) return resolve_model(req.model, req.model_lib).factory;
-  const nlohmann::json& meta = st.meta;
-  const std::string name = meta["model"].get<std::string>();
-  const std::string origin = meta.value("model_origin", std::string("zoo"));
-  if (origin == "torchscript") {
-    for (const auto& [tname, t] : st.tensors)
-      if (tname == kTorchScriptTensor) {
-        at::Tensor bytes = t.cpu().contiguous();
-        return torchscript_factory(std::string(static_cast<const char*>(bytes.data_ptr()), bytes.numel()),
-                                   req.ckpt + " (TorchScript module " + name + ")");
-      }
-    throw CollectiveError(req.ckpt +
-                          " holds no TorchScript module (a merged file keeps only the weights): "
-                          "evaluate the checkpoint directory, or pass --model " +
-                          name);
-  }
-  if (origin == "program")
-    throw CollectiveError(req.ckpt + " holds model \"" + name +
-                          "\" built by a program's own factory; "
-                          "evaluate it with that program (hpctrain::evaluate_checkpoint with its factory)");
-  for (const auto& lib : req.model_lib) load_model_library(lib);
-  for (const auto& e : registered_models())
-    if (e.name == name) return e.factory;
-  if (origin != "zoo")
-    throw CollectiveError(req.ckpt + " holds model \"" + name + "\" from the plugin " + origin +
-                          ", which is not loaded: pass --model-lib " + origin);
-  throw CollectiveError(req.ckpt + " holds model \"" + name + "\", which this build does not have");
-}
-
-}  // namespace
-
 nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactory factory) {
   auto t0 = std::chrono::steady_clock::now();
   RunContext run = open_run(w, req.device);
@@ -81,20 +45,23 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
     }
     lo.regression = Loss::regression(loss_name);
     if (lo.regression) lo.labels = targets_key;
+    lo.seq_len = st.meta.value("seq_len", int64_t{0});
     loader = std::make_unique<Loader>(split_files(req.data, "test"), w.size(), w.rank(), lo);
     if (!st.meta.contains("model"))
       throw CollectiveError(req.ckpt + " has no model name in its metadata (not written by hpctrain train)");
     const auto& info = loader->info();
-    ModelSpec spec;
-    spec.name = st.meta["model"].get<std::string>();
-    spec.sample_shape = st.meta.value("sample_shape", info.sample_shape);
-    spec.num_classes = st.meta.value("num_classes", info.num_classes);
-    spec.target_shape = st.meta.value("target_shape", info.target_shape);
+    ModelSpec spec = checkpoint_model_spec(st, req.ckpt);
+    if (!st.meta.contains("sample_shape")) spec.sample_shape = info.sample_shape;
+    if (!st.meta.contains("num_classes")) spec.num_classes = info.num_classes;
+    if (!st.meta.contains("target_shape")) spec.target_shape = info.target_shape;
     spec.device = device;
     if (spec.sample_shape != info.sample_shape)
       throw CollectiveError("the checkpoint's model takes samples of shape " + shape_string(spec.sample_shape) +
                             " but the test set in " + req.data + " has " + shape_string(info.sample_shape));
-    model = (factory ? factory : factory_for(st, req))(spec);
+    if (info.tokens && info.vocab_size != spec.vocab_size)
+      throw CollectiveError("the checkpoint's language model has vocab_size " + std::to_string(spec.vocab_size) +
+                            " but the test set in " + req.data + " has " + std::to_string(info.vocab_size));
+    model = (factory ? factory : checkpoint_model_factory(st, req.ckpt, req.model, req.model_lib))(spec);
     if (!model) throw CollectiveError("model " + spec.name + ": its factory returned no model");
     model->to(device);
     NamedTensors target = model->named_parameters();
@@ -105,15 +72,17 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
   EvalResult r = evaluate(
       *model, [&](const at::Tensor& x) { return model->forward(x); }, *loss, *loader, comm);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {{"world_size", w.size()},
-          {"device", dev.cuda ? "cuda" : "cpu"},
-          {"ckpt", req.ckpt},
-          {"model", st.meta["model"]},
-          {"step", st.meta.value("step", int64_t{-1})},
-          {"test_loss", r.loss},
-          {"test_accuracy", r.accuracy},
-          {"samples", r.samples},
-          {"wall_s", wall}};
+  nlohmann::json out = {{"world_size", w.size()},
+                        {"device", dev.cuda ? "cuda" : "cpu"},
+                        {"ckpt", req.ckpt},
+                        {"model", st.meta["model"]},
+                        {"step", st.meta.value("step", int64_t{-1})},
+                        {"test_loss", r.loss},
+                        {"test_accuracy", r.accuracy},
+                        {"samples", r.samples},
+                        {"wall_s", wall}};
+  add_token_metrics(out, r, loader->info());
+  return out;
 }
 
 }  // namespace hpctrain

@@ -46,3 +46,13 @@ EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Load
 }
 
 }  // namespace hpctrain
+
+namespace hpctrain {
+
+void add_token_metrics(nlohmann::json& rec, const EvalResult& r, const DatasetInfo& info) {
+  if (!info.tokens) return;
+  rec["test_ppl"] = std::exp(r.loss);
+  if (info.tokenizer == "bytes") rec["bits_per_byte"] = r.loss / std::log(2.0);
+}
+
+}  // namespace hpctrain

@@ -1,13 +1,18 @@
 // Distributed evaluation: every test sample counted exactly once.
 //
-// Contract: collective. The model is put in eval mode under no-grad; each rank evaluates its
-// share; the sampler's padding duplicates are masked out (Batch.valid); loss sum, correct count
-// and sample count are summed across ranks in fp64, so `samples` equals the dataset size.
+// Contract: collective. On token data a sample is a window and its loss and accuracy are per-token
+// means over it (train/loss.h), so the results are per-token means over every test window. The model is put in eval
+// mode under no-grad; each rank evaluates its share; the sampler's padding duplicates are masked out (Batch.valid);
+// loss sum, correct count and sample count are summed across ranks in fp64, so `samples` equals the dataset size.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "dataset/dataset_info.h"
 
 namespace hpctrain {
 
@@ -25,5 +30,9 @@ struct EvalResult {
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 
 EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader, Communicator& comm);
+
+// Token data: adds test_ppl = exp(test loss) and, with the "bytes" tokenizer (one token per
+// byte), bits_per_byte = test loss / ln 2 to `rec`. Nothing for other data.
+void add_token_metrics(nlohmann::json& rec, const EvalResult& r, const DatasetInfo& info);
 
 }  // namespace hpctrain

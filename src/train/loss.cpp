@@ -31,6 +31,14 @@ void Loss::check_output(const at::Tensor& out, const at::Tensor& targets) const 
     throw CollectiveError("model output " + shape_string(out.sizes()) + " does not fit targets " +
                           shape_string(targets.sizes()) + ": " + name_ + " needs the targets' shape");
   }
+  if (targets.dim() == 2) {  // token data: [B, T] targets
+    const int64_t t = targets.size(1);
+    if (out.dim() == 3 && out.size(0) == b && out.size(1) == t && out.size(2) == num_classes_) return;
+    throw CollectiveError("model output " + shape_string(out.sizes()) + " does not fit next-token targets " +
+                          shape_string(targets.sizes()) + " with vocab_size " + std::to_string(num_classes_) +
+                          ": a language model returns logits [" + std::to_string(b) + "," + std::to_string(t) + "," +
+                          std::to_string(num_classes_) + "]");
+  }
   if (out.dim() == 2 && out.size(0) == b && out.size(1) == num_classes_) return;
   throw CollectiveError("model output " + shape_string(out.sizes()) + " does not fit targets " +
                         shape_string(targets.sizes()) + " with " + std::to_string(num_classes_) + " classes: " + name_ +
@@ -39,6 +47,7 @@ void Loss::check_output(const at::Tensor& out, const at::Tensor& targets) const 
 
 at::Tensor Loss::mean_loss(const at::Tensor& out, const at::Tensor& targets) const {
   if (!classification()) return regression_loss(name_, out, targets, at::Reduction::Mean);
+  if (out.dim() == 3) return at::cross_entropy_loss(out.flatten(0, 1).to(at::kFloat), targets.flatten());
   return at::cross_entropy_loss(out.to(at::kFloat), targets);
 }
 
@@ -47,11 +56,16 @@ at::Tensor Loss::per_sample(const at::Tensor& out, const at::Tensor& targets) co
     at::Tensor l = regression_loss(name_, out, targets, at::Reduction::None);
     return l.dim() > 1 ? l.flatten(1).mean(1) : l;
   }
+  if (out.dim() == 3)
+    return at::cross_entropy_loss(out.flatten(0, 1).to(at::kFloat), targets.flatten(), {}, at::Reduction::None)
+        .view(targets.sizes())
+        .mean(1);
   return at::cross_entropy_loss(out.to(at::kFloat), targets, {}, at::Reduction::None);
 }
 
 at::Tensor Loss::correct(const at::Tensor& out, const at::Tensor& targets) const {
   if (!classification()) return {};
+  if (out.dim() == 3) return out.argmax(2).eq(targets).to(at::kFloat).mean(1);
   return out.argmax(1).eq(targets);
 }
 

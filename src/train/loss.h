@@ -2,6 +2,10 @@
 // cross_entropy (the default): outputs [B, num_classes] logits, targets [B] int64 in
 // [0, num_classes). Regression (mse, l1, smooth_l1) compares outputs with float targets of the
 // same shape [B, t1..tm]; per-sample losses are means over the target's entries.
+// Language models (token data): cross_entropy on outputs [B, T, V] against next-token targets
+// [B, T] int64, averaged per token; a sample's loss is its window's mean over T tokens, and
+// correct() its share of next-token top-1 hits (so the dataset means are per-token means: every
+// window has T tokens).
 //
 // Contract:
 // - check_output(): the first batch's output against its targets; a mismatch is a

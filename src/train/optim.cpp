@@ -6,6 +6,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "comm/communicator.h"
@@ -13,14 +14,30 @@
 namespace hpctrain {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<at::Tensor> params,
-                                                        double base_lr) {
-  if (c.optimizer == "adamw")
-    return std::make_unique<torch::optim::AdamW>(params,
-                                                 torch::optim::AdamWOptions(base_lr).weight_decay(c.weight_decay));
-  return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(base_lr)
-                                                         .momentum(c.momentum)
-                                                         .nesterov(c.nesterov && c.momentum > 0)
-                                                         .weight_decay(c.weight_decay));
+                                                        double base_lr, const std::vector<bool>& decay) {
+  auto adamw = [&](double wd) { return torch::optim::AdamWOptions(base_lr).weight_decay(wd); };
+  auto sgd = [&](double wd) {
+    return torch::optim::SGDOptions(base_lr)
+        .momentum(c.momentum)
+        .nesterov(c.nesterov && c.momentum > 0)
+        .weight_decay(wd);
+  };
+  const bool split = std::find(decay.begin(), decay.end(), false) != decay.end();
+  if (!split) {
+    if (c.optimizer == "adamw") return std::make_unique<torch::optim::AdamW>(params, adamw(c.weight_decay));
+    return std::make_unique<torch::optim::SGD>(params, sgd(c.weight_decay));
+  }
+  std::vector<at::Tensor> on, off;
+  for (size_t i = 0; i < params.size(); ++i) (decay.at(i) ? on : off).push_back(params[i]);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (c.optimizer == "adamw") {
+    if (!on.empty()) groups.emplace_back(on, std::make_unique<torch::optim::AdamWOptions>(adamw(c.weight_decay)));
+    groups.emplace_back(off, std::make_unique<torch::optim::AdamWOptions>(adamw(0)));
+    return std::make_unique<torch::optim::AdamW>(std::move(groups), adamw(c.weight_decay));
+  }
+  if (!on.empty()) groups.emplace_back(on, std::make_unique<torch::optim::SGDOptions>(sgd(c.weight_decay)));
+  groups.emplace_back(off, std::make_unique<torch::optim::SGDOptions>(sgd(0)));
+  return std::make_unique<torch::optim::SGD>(std::move(groups), sgd(c.weight_decay));
 }
 
 double scaled_lr(const TrainConfig& c, int64_t global_batch) {

@@ -20,8 +20,10 @@ namespace hpctrain {
 
 class Communicator;
 
+// `decay[i]`: whether --weight-decay applies to params[i] (Model::decays); empty: to all. With
+// some off, the optimizer has two parameter groups (decayed first), the second with decay 0.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<at::Tensor> params,
-                                                        double base_lr);
+                                                        double base_lr, const std::vector<bool>& decay = {});
 
 class LrSchedule {
  public:

@@ -34,6 +34,14 @@ ShardedOptimizer::ShardedOptimizer(ShardedOptimOptions opts, std::vector<at::Ten
   }
 }
 
+void ShardedOptimizer::set_decay_masks(std::vector<at::Tensor> masks) {
+  if (masks.size() != params_.size()) throw Error("sharded optimizer: one decay mask per block is needed");
+  for (size_t b = 0; b < masks.size(); ++b)
+    if (masks[b].numel() != params_[b].numel())
+      throw Error("sharded optimizer: decay mask " + std::to_string(b) + " does not match its block");
+  decay_masks_ = std::move(masks);
+}
+
 at::Tensor& ShardedOptimizer::slot(const std::string& name) {
   at::Tensor& t = slots_[name];
   if (!t.defined()) t = at::zeros({numel_}, params_.empty() ? at::TensorOptions() : params_[0].options());
@@ -62,7 +70,10 @@ void ShardedOptimizer::step() {
     const double bc2 = 1 - std::pow(opts_.beta2, static_cast<double>(steps_));
     for (size_t b = 0; b < params_.size(); ++b) {
       at::Tensor &p = params_[b], &g = grads_[b];
-      p.mul_(1 - lr * opts_.weight_decay);
+      if (decay_masks_.empty())
+        p.mul_(1 - lr * opts_.weight_decay);
+      else if (opts_.weight_decay != 0)
+        p.copy_(at::where(decay_masks_[b], p * (1 - lr * opts_.weight_decay), p));
       m[b].mul_(opts_.beta1).add_(g, 1 - opts_.beta1);
       v[b].mul_(opts_.beta2).addcmul_(g, g, 1 - opts_.beta2);
       at::Tensor denom = (v[b].sqrt() / std::sqrt(bc2)).add_(opts_.eps);
@@ -76,7 +87,9 @@ void ShardedOptimizer::step() {
   for (size_t b = 0; b < params_.size(); ++b) {
     at::Tensor& p = params_[b];
     at::Tensor d = grads_[b];
-    if (opts_.weight_decay != 0) d = d.add(p, opts_.weight_decay);
+    if (opts_.weight_decay != 0)
+      d = decay_masks_.empty() ? d.add(p, opts_.weight_decay)
+                               : at::where(decay_masks_[b], d.add(p, opts_.weight_decay), d);
     if (opts_.momentum != 0) {
       if (fresh)
         buf[b].copy_(d);

@@ -34,6 +34,10 @@ class ShardedOptimizer {
  public:
   ShardedOptimizer(ShardedOptimOptions opts, std::vector<at::Tensor> param_blocks, std::vector<at::Tensor> grad_blocks);
   void set_lr(double lr) { opts_.lr = lr; }
+  // Weight decay per element: one bool block per parameter block, true where --weight-decay
+  // applies (Model::decays); without masks it applies everywhere. The decayed elements get the
+  // same arithmetic as before, the others none (as torch::optim with weight_decay 0).
+  void set_decay_masks(std::vector<at::Tensor> masks);
   double lr() const { return opts_.lr; }
   void step();
 
@@ -57,6 +61,7 @@ class ShardedOptimizer {
   std::vector<int64_t> offsets_;
   int64_t numel_ = 0, steps_ = 0;
   std::map<std::string, at::Tensor> slots_;
+  std::vector<at::Tensor> decay_masks_;
 };
 
 // Checks the optimizer has a sharded implementation; throws hpctrain::Error otherwise.

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
 
+#include <map>
+
 #include "ckpt/zero_state.h"
 #include "comm/communicator.h"
 #include "ddp/ddp.h"
@@ -24,9 +26,13 @@ class ReplicatedOptimizer final : public TrainOptimizer {
  public:
   ReplicatedOptimizer(const TrainConfig& c, Model& model, Communicator& comm, double base_lr)
       : model_(model), comm_(comm) {
+    std::vector<bool> decay;
     for (auto& [name, p] : model.named_parameters())
-      if (p.requires_grad()) params_.push_back(p);
-    opt_ = make_optimizer(c, params_, base_lr);
+      if (p.requires_grad()) {
+        params_.push_back(p);
+        decay.push_back(model.decays(name, p));
+      }
+    opt_ = make_optimizer(c, params_, base_lr, decay);
     slots_ = c.optimizer == "adamw" ? 2 : c.momentum != 0 ? 1 : 0;
   }
   void set_lr(double lr) override {
@@ -64,7 +70,7 @@ class ReplicatedOptimizer final : public TrainOptimizer {
 // --zero 1: each rank steps its shard, then the parameters are allgathered.
 class ZeroOptimizer final : public TrainOptimizer {
  public:
-  ZeroOptimizer(const TrainConfig& c, DistributedDataParallel& ddp, Communicator& comm, double base_lr)
+  ZeroOptimizer(const TrainConfig& c, Model& model, DistributedDataParallel& ddp, Communicator& comm, double base_lr)
       : ddp_(ddp), comm_(comm) {
     ShardedOptimOptions o;
     o.name = c.optimizer;
@@ -73,6 +79,26 @@ class ZeroOptimizer final : public TrainOptimizer {
     o.nesterov = c.nesterov && c.momentum > 0;
     o.weight_decay = c.weight_decay;
     opt_ = std::make_unique<ShardedOptimizer>(o, ddp.param_blocks(), ddp.grad_blocks());
+    set_decay_masks(model);
+  }
+  // Model::decays per element of this rank's blocks (none when every parameter decays).
+  void set_decay_masks(Model& model) {
+    std::map<std::string, bool> decays;
+    bool any_off = false;
+    for (auto& [name, p] : model.named_parameters()) {
+      decays[name] = model.decays(name, p);
+      any_off = any_off || !decays[name];
+    }
+    if (!any_off) return;
+    const ZeroPartition& z = ddp_.zero_partition();
+    std::vector<at::Tensor> masks;
+    for (const ZeroBucket& b : z.buckets) {
+      at::Tensor m = at::zeros({b.padded}, at::TensorOptions().dtype(at::kBool));
+      for (const ZeroSlot& s : b.params)
+        if (decays.at(s.name)) m.narrow(0, s.offset, s.numel).fill_(true);
+      masks.push_back(m.narrow(0, comm_.rank() * b.block, b.block).to(ddp_.param_blocks().at(masks.size()).device()));
+    }
+    opt_->set_decay_masks(std::move(masks));
   }
   void set_lr(double lr) override { opt_->set_lr(lr); }
   bool step(LossScaler& scaler, double clip_norm) override {
@@ -129,7 +155,7 @@ std::unique_ptr<TrainOptimizer> make_train_optimizer(const TrainConfig& c, Model
                                                      Communicator& comm, double base_lr) {
   if (!ddp.zero()) return std::make_unique<ReplicatedOptimizer>(c, model, comm, base_lr);
   check_sharded_optimizer(c.optimizer);
-  return std::make_unique<ZeroOptimizer>(c, ddp, comm, base_lr);
+  return std::make_unique<ZeroOptimizer>(c, model, ddp, comm, base_lr);
 }
 
 }  // namespace hpctrain

@@ -85,6 +85,7 @@ void Trainer::State::setup() {
   lo.device = device;
   lo.regression = Loss::regression(cfg.loss);
   if (lo.regression) lo.labels = cfg.targets_key;
+  lo.seq_len = cfg.seq_len;
   LoaderOptions eo = lo;
   eo.shuffle = false;
   eo.augment = false;
@@ -98,6 +99,14 @@ void Trainer::State::setup() {
                             shape_string(b.target_shape) + " differ from the training set's " +
                             shape_string(a.sample_shape) + " / " + shape_string(a.target_shape) + " (" + cfg.data +
                             ")");
+    if (a.tokens != b.tokens || a.vocab_size != b.vocab_size)
+      throw CollectiveError(
+          cfg.data + ": the test set " +
+          (b.tokens ? "has vocab_size " + std::to_string(b.vocab_size) : std::string("is not a token stream")) +
+          " but the training set " +
+          (a.tokens ? "has vocab_size " + std::to_string(a.vocab_size) : std::string("is not a token stream")));
+    if (a.tokens && Loss::regression(cfg.loss))
+      throw CollectiveError("--loss " + cfg.loss + " needs float targets; token data trains with cross_entropy");
   });
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
@@ -128,6 +137,18 @@ void Trainer::State::setup() {
                std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
+  if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
+  if (const DatasetInfo& inf = train->info(); inf.tokens) {
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "hpctrain train: token data %s: %lld train tokens in %lld windows of %lld (+1), %lld test windows, "
+                  "vocab_size %lld%s, %lld tokens per step",
+                  cfg.data.c_str(), (long long)inf.token_count, (long long)inf.size, (long long)inf.seq_len,
+                  (long long)test->info().size, (long long)inf.vocab_size,
+                  inf.tokenizer.empty() ? "" : (", tokenizer " + inf.tokenizer).c_str(),
+                  (long long)(global_batch * inf.seq_len));
+    rep->message(buf);
+  }
 }
 
 // "optimizer sgd, state 3.1 MiB per rank (ZeRO-1: 1/4 of 12.6 MiB, 37 elements padding)"
@@ -232,17 +253,21 @@ EvalResult Trainer::State::run_eval(int64_t epoch) {
   // reproduces this result (no-op without broadcast buffers, i.e. with SyncBN or one rank).
   ddp->prepare_forward();
   EvalResult r = evaluate(*model, forward_fn(), *loss, *test, *comm);
-  rep->metrics({{"type", "eval"},
-                {"step", step},
-                {"epoch", epoch},
-                {"test_loss", r.loss},
-                {"test_accuracy", r.accuracy},
-                {"samples", r.samples}});
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f%s (%lld samples)",
+  nlohmann::json rec = {
+      {"type", "eval"},      {"step", step}, {"epoch", epoch}, {"test_loss", r.loss}, {"test_accuracy", r.accuracy},
+      {"samples", r.samples}};
+  add_token_metrics(rec, r, test->info());
+  rep->metrics(rec);
+  char buf[240];
+  std::string lm = rec.contains("test_ppl")
+                       ? ", perplexity " + std::to_string(rec["test_ppl"].get<double>()).substr(0, 7)
+                       : std::string();
+  if (rec.contains("bits_per_byte"))
+    lm += ", " + std::to_string(rec["bits_per_byte"].get<double>()).substr(0, 6) + " bits/byte";
+  std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f%s%s (%lld %s)",
                 (long long)epoch + 1, (long long)step, r.loss,
                 loss->classification() ? (", accuracy " + std::to_string(r.accuracy).substr(0, 6)).c_str() : "",
-                (long long)r.samples);
+                lm.c_str(), (long long)r.samples, test->info().tokens ? "windows" : "samples");
   rep->message(buf);
   return r;
 }
@@ -272,6 +297,10 @@ void Trainer::State::log_interval(int64_t epoch) {
                         {"peak_mem_mb", peak_memory_mb(dev)},
                         {"per_rank", iv.per_rank_json()}};
   if (scaler.enabled()) rec["loss_scale"] = scaler.scale();
+  if (train->info().tokens) {
+    p.tokens_per_s = iv.samples_per_s * static_cast<double>(train->info().seq_len);
+    rec["tokens_per_s"] = p.tokens_per_s;
+  }
   straggler->annotate(iv.ranks, p.note, rec);
   rep->progress(p);
   rep->metrics(rec);
@@ -372,10 +401,15 @@ nlohmann::json Trainer::run() {
                             {"optim_state_bytes_per_rank", s.opt->state_bytes()},
                             {"wall_s", wall},
                             {"straggler", s.straggler->summary()}};
+  if (s.train->info().tokens) {
+    summary["tokens_per_s"] = summary["samples_per_s"].get<double>() * static_cast<double>(s.train->info().seq_len);
+    add_token_metrics(summary, last_eval, s.test->info());
+  }
   if (s.step == first_step) {
     // No step ran here: there is no loss or throughput to report (not 0.0).
     summary["nothing_to_train"] = true;
     summary["samples_per_s"] = nullptr;
+    if (summary.contains("tokens_per_s")) summary["tokens_per_s"] = nullptr;
     summary["train_loss"] = nullptr;
   }
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());

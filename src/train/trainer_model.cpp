@@ -81,6 +81,9 @@ void Trainer::State::build_model() {
     spec.target_shape = info.target_shape;
     spec.sync_bn = cfg.sync_bn ? comm.get() : nullptr;
     spec.device = device;
+    spec.vocab_size = info.tokens ? info.vocab_size : 0;
+    spec.seq_len = info.tokens ? info.seq_len : 0;
+    spec.model_config = cfg.model_config;
     model = model_entry.factory(spec);
     if (!model)
       throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
@@ -126,7 +129,7 @@ void Trainer::State::check_model_output() {
   xs.insert(xs.end(), info.sample_shape.begin(), info.sample_shape.end());
   ys.insert(ys.end(), info.target_shape.begin(), info.target_shape.end());
   agree_on_failure(world.mpi_comm(), [&] {
-    at::Tensor x = at::zeros(xs, at::TensorOptions().device(device));
+    at::Tensor x = at::zeros(xs, at::TensorOptions().dtype(info.tokens ? at::kLong : at::kFloat).device(device));
     at::Tensor y = info.classification ? at::zeros(ys, at::TensorOptions().dtype(at::kLong).device(device))
                                        : at::zeros(ys, at::TensorOptions().device(device));
     at::NoGradGuard no_grad;

@@ -168,3 +168,30 @@ def fresh_ckpt(name):
     dst = f"{W}/{name}/ck"
     shutil.copytree(CK, dst)
     return dst
+
+
+# Token data (language models): a good byte stream and crafted bad ones.
+TOK = f"{KEEP}/tokens"      # good: tokens uint8, vocab_size 256, tokenizer bytes
+
+
+def write_tokens(dirname, tokens, attrs=None, name="train.h5", test=True):
+    os.makedirs(dirname, exist_ok=True)
+    with h5py.File(f"{dirname}/{name}", "w") as f:
+        f["tokens"] = tokens
+        for k, v in (attrs if attrs is not None else {"vocab_size": 256, "tokenizer": "bytes"}).items():
+            f.attrs[k] = v
+    if test:
+        with h5py.File(f"{dirname}/test.h5", "w") as f:
+            f["tokens"] = rng.integers(0, 256, 300).astype(np.uint8)
+            f.attrs["vocab_size"] = 256
+    return dirname
+
+
+toks = rng.integers(0, 256, 2000)
+write_tokens(TOK, toks.astype(np.uint8))
+write_tokens(f"{BAD}/tok_big_id", np.where(np.arange(2000) == 77, 300, toks).astype(np.uint16))
+write_tokens(f"{BAD}/tok_float", toks.astype(np.float32))
+write_tokens(f"{BAD}/tok_no_vocab", toks.astype(np.uint8), attrs={"tokenizer": "bytes"})
+write_tokens(f"{BAD}/tok_vocab_mix", toks.astype(np.uint8), name="train-00000.h5")
+write_tokens(f"{BAD}/tok_vocab_mix", toks.astype(np.uint16), attrs={"vocab_size": 512}, name="train-00001.h5",
+             test=False)

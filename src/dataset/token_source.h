@@ -1,0 +1,57 @@
+// TokenSource: one split of a token data set (language models), from DIR/<split>.h5 or the
+// numbered DIR/<split>-NNNNN.h5 files (data_source.h finds them). No LibTorch here.
+//
+// File format (data/README.md): a 1-D integer dataset `tokens` (uint8, uint16, int32 or int64;
+// any integer type is read), the file attribute `vocab_size` (integer), and optionally the string
+// attribute `tokenizer` ("bytes" for UTF-8 bytes, vocab 256). One stream per file.
+//
+// Samples are windows: with seq_len T, file f is cut into (len_f - 1) / T non-overlapping windows
+// of T + 1 tokens at stride T (window k = tokens[kT, kT + T]); input = w[0:T], target = w[1:T+1].
+// Windows never cross a file boundary. The windows of all files form one index space in file
+// order (file 0's first), which the sampler shuffles.
+//
+// Contract of the constructor: every problem is found before training starts and reported as one
+// hpctrain::Error line naming the file: missing `tokens` or `vocab_size`, a float or multi-dim
+// `tokens`, vocab_size < 1 or > 2^31 - 1, files that disagree on vocab_size, seq_len < 1, and a
+// stream too short for one window ("--seq-len 512 is larger than FILE's stream of 300 tokens").
+// A stream that fits the process's in-memory budget (h5_dataset.h) is read whole at open, in
+// chunks, and every token id is checked there (an id >= vocab_size or < 0 names the file, the
+// position and the value); a larger stream is read per batch with one coalesced H5Dread, and its
+// ids are checked as they are read (the error then comes from the loader, with the same text).
+//
+// Thread use: as H5Dataset (one TokenSource per reading thread; H5* calls under h5::lock()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataset/dataset_info.h"
+
+namespace hpctrain {
+
+// Whether `path` is an HDF5 file with a `tokens` dataset (false when it cannot be opened: the
+// image reader then names the problem).
+bool is_token_file(const std::string& path);
+
+class TokenSource {
+ public:
+  // `in_memory_max`: a stream of more bytes (4 per token in memory) is never read whole.
+  TokenSource(const std::vector<std::string>& files, int64_t seq_len, int64_t in_memory_max);
+  ~TokenSource();
+  TokenSource(TokenSource&&) noexcept;
+
+  const DatasetInfo& info() const { return info_; }
+  // Windows `sorted` (ascending global window indices, repeats allowed): inputs and targets,
+  // seq_len int64s per window each, in the order given.
+  void read(const std::vector<int64_t>& sorted, int64_t* inputs, int64_t* targets) const;
+
+ private:
+  struct File;
+  std::vector<std::unique_ptr<File>> files_;
+  std::vector<int64_t> start_;  // global index of each file's first window
+  DatasetInfo info_;
+};
+
+}  // namespace hpctrain
