@@ -52,7 +52,7 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option("--ckpt", r.ckpt, "checkpoint step dir, root, ROOT/latest, or merged .h5 / .pt / .safetensors")
       ->required()
       ->type_name("PATH");
-  auto* text = cmd->add_option("--prompt", r.prompt, "prompt text (checkpoints trained on bytes)")->type_name("TEXT");
+  auto* text = cmd->add_option("--prompt", r.prompt, "prompt text (checkpoints trained on bytes)")->type_name("STRING");
   cmd->add_option("--prompt-tokens", r.prompt_tokens, "prompt as token ids, comma-separated (any tokenizer)")
       ->delimiter(',')
       ->type_name("ID,...")

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "comm/flight_recorder.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -79,7 +80,10 @@ void check_fingerprints(MPI_Comm comm, const OpInfo& info) {
   Fingerprint mine = make_fingerprint(info);
   std::vector<Fingerprint> all(size);
   HPC_MPI_CHECK(MPI_Allgather(&mine, sizeof(Fingerprint), MPI_BYTE, all.data(), sizeof(Fingerprint), MPI_BYTE, comm));
-  if (auto msg = describe_desync(all)) throw CollectiveError(*msg);
+  if (auto msg = describe_desync(all)) {
+    FlightRecorder::get().dump(*msg);  // every rank sees the same fingerprints: every rank dumps
+    throw CollectiveError(*msg);
+  }
 }
 
 }  // namespace hpctrain

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "comm/comm_settings.h"
+#include "comm/flight_recorder.h"
 #include "comm/hang_note.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
@@ -137,6 +139,8 @@ void Watchdog::serve() {
       int cur = reporter_.load();
       while ((cur < 0 || src < cur) && !reporter_.compare_exchange_weak(cur, src)) {
       }
+      // Rank `src` is about to report a timeout and abort the job: leave this rank's record.
+      FlightRecorder::get().dump("watchdog: rank " + std::to_string(src) + " reports a collective timeout");
     }
     auto buf = std::make_unique<PeerStatus>(own_status());
     MPI_Request req = MPI_REQUEST_NULL;
@@ -238,6 +242,10 @@ void Watchdog::report_and_abort(const OverdueOp& op, const std::vector<std::opti
   std::string line = "hpctrain: " + format_timeout_report(rank_, o, peers) + "\n";
   if (std::string note = hang_note(); !note.empty())
     line += "hpctrain: rank " + std::to_string(rank_) + ": " + note + "\n";
+  if (std::string path = FlightRecorder::get().dump("watchdog: collective timeout on this rank"); !path.empty())
+    line += "hpctrain: rank " + std::to_string(rank_) + ": flight recorder dumped to " + path +
+            " (every rank that answered dumped too; read them with: hpctrain flight " +
+            std::filesystem::path(path).parent_path().string() + ")\n";
   std::fflush(stdout);
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);

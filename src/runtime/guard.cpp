@@ -6,12 +6,37 @@
 
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "runtime/check.h"
 #include "runtime/world.h"
 
 namespace hpctrain {
+namespace {
+
+std::mutex g_hooks_mu;
+std::vector<std::function<void(const std::string&)>> g_hooks;
+
+void run_fatal_hooks(const std::string& what) {
+  std::vector<std::function<void(const std::string&)>> hooks;
+  {
+    std::lock_guard<std::mutex> lk(g_hooks_mu);
+    hooks = g_hooks;
+  }
+  for (auto& h : hooks) try {
+      h(what);
+    } catch (...) {
+    }
+}
+
+}  // namespace
+
+void add_fatal_error_hook(std::function<void(const std::string& what)> hook) {
+  std::lock_guard<std::mutex> lk(g_hooks_mu);
+  g_hooks.push_back(std::move(hook));
+}
 
 int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
   World* world = nullptr;
@@ -36,6 +61,7 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
     auto* c10e = dynamic_cast<const c10::Error*>(&e);
     std::string msg = c10e ? c10e->what_without_backtrace() : e.what();
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    run_fatal_hooks(msg);
     std::fprintf(stderr, "hpctrain: rank %d: error: %s\n", rank, msg.c_str());
     std::fflush(stderr);
     if (size > 1) World::get().abort(1);

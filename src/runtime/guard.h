@@ -6,13 +6,18 @@
 // - Any other exception on any rank: that rank prints "hpctrain: rank R: error: <message>" on
 //   stderr and aborts the whole world (MPI_Abort), so no rank is left blocked in a collective.
 // - Otherwise returns the body's exit code after finalizing MPI.
+// - Fatal-error hooks (add_fatal_error_hook) run on a rank that fails with anything but a
+//   CollectiveError (those are inputs every rank rejected alike), before it reports and aborts,
+//   with the error's message (the flight recorder dumps there); they must not throw or block.
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace hpctrain {
 
 class World;
 int run_guarded(int argc, char** argv, const std::function<int(World&)>& body);
+void add_fatal_error_hook(std::function<void(const std::string& what)> hook);
 
 }  // namespace hpctrain

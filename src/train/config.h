@@ -81,6 +81,7 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(std::string, tensorboard, "", "DIR", "", kNoMin, kNoMax, false, "write TensorBoard event files to this directory (rank 0)") \
   X(int64_t, log_every, 50, "", "", 1, 1e12, false, "progress/metrics interval in steps") \
   X(double, collective_timeout, 300, "", "", 0, 1e9, false, "seconds before a stuck collective aborts the job (0: no watchdog; env HPCTRAIN_COLLECTIVE_TIMEOUT)") \
+  X(int64_t, flight_records, 2048, "", "", 0, 1e7, false, "collectives each rank keeps in its flight recorder, dumped to <ckpt dir, else the metrics file's dir, else .>/flight/ on a watchdog timeout, desync, fatal error or SIGUSR2; read with hpctrain flight DIR (0: off)") \
   X(bool, debug_collectives, false, "", "", kNoMin, kNoMax, false, "compare collective fingerprints across ranks (env HPCTRAIN_DEBUG_COLLECTIVES)") \
   X(double, straggler_threshold, 0.05, "", "", 0, 1, false, "name a rank that costs the job more than this share of the step time (0: off)")
 // clang-format on

@@ -6,13 +6,18 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
+
 #include <cmath>
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "comm/flight_recorder.h"
 #include "comm/open_run.h"
 #include "comm/run_ops.h"
 #include "comm/wait_meter.h"
@@ -62,6 +67,7 @@ void Trainer::State::setup() {
   // Decisions every rank reaches identically come first, before any data or device is touched.
   check_pairings(cfg);                   // again, for configs built in code rather than by load_config
   CommSettings cs = comm_settings(cfg);  // the environment's values are in cfg already (load_config)
+  start_flight_recorder();               // before the first collective, so it sees them all
   RunContext run = open_run(world, cfg.device, cs);
   dev = run.dev;
   device = run.device;
@@ -149,6 +155,21 @@ void Trainer::State::setup() {
                   (long long)(global_batch * inf.seq_len));
     rep->message(buf);
   }
+}
+
+// The flight recorder (comm/flight_recorder.h): its directory, and a job id every rank shares
+// (rank 0's host, pid and start time), so `hpctrain flight` can tell two jobs' dumps apart.
+void Trainer::State::start_flight_recorder() {
+  std::string dir = !cfg.ckpt_dir.empty()  ? cfg.ckpt_dir
+                    : !cfg.metrics.empty() ? std::filesystem::path(cfg.metrics).parent_path().string()
+                                           : std::string(".");
+  if (dir.empty()) dir = ".";
+  char id[96] = {0};
+  if (world.rank() == 0)
+    std::snprintf(id, sizeof id, "%s-%ld-%lld", world.hostname().c_str(), static_cast<long>(getpid()),
+                  static_cast<long long>(std::time(nullptr)));
+  MPI_Bcast(id, sizeof id, MPI_CHAR, 0, world.mpi_comm());
+  FlightRecorder::get().configure(cfg.flight_records, dir, world.rank(), world.size(), id);
 }
 
 // "optimizer sgd, state 3.1 MiB per rank (ZeRO-1: 1/4 of 12.6 MiB, 37 elements padding)"

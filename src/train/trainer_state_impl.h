@@ -65,6 +65,7 @@ struct Trainer::State {
     };
   }
   void setup();
+  void start_flight_recorder();
   void build_model();
   void check_model_output();
   void train_step(const Batch& b);

@@ -7,7 +7,7 @@ set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
 PY=/usr/bin/python3
 subs=("train" "eval" "models" "doctor" "data fashion-mnist" "data synthetic" "ckpt inspect" "ckpt verify"
-      "ckpt merge" "bench allreduce" "bench reduce_scatter" "bench allgather" "bench loader")
+      "ckpt merge" "bench allreduce" "bench reduce_scatter" "bench allgather" "bench loader" "data text" "generate" "flight")
 for sub in "${subs[@]}"; do
   # shellcheck disable=SC2086
   out=$("$HPCTRAIN_BIN" $sub --help) || fail "hpctrain $sub --help exited $?"

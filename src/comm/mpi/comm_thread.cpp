@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 
+#include "comm/flight_recorder.h"
 #include "comm/wait_meter.h"
 #include "runtime/trace.h"
 
@@ -54,6 +55,7 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     info.seq = next_seq_++;
+    FlightRecorder::get().enqueue("cpu", info);
     queue_.push_back(Job{std::move(info), std::move(job), work});
   }
   cv_.notify_one();
@@ -75,6 +77,8 @@ void CommThread::loop() {
       on_end = on_end_;
     }
     std::exception_ptr err;
+    FlightRecorder& flight = FlightRecorder::get();
+    flight.start("cpu", job.info.seq);
     try {
       if (on_start) on_start(job.info);
       // The timeline shows each collective on the comm thread's row (tid 1).
@@ -94,6 +98,7 @@ void CommThread::loop() {
     // on_end runs for failed jobs too: an op that threw has ended (the watchdog must not
     // mistake it for a hang).
     if (on_end) on_end(job.info);
+    flight.end("cpu", job.info.seq, !err);
     job.work->complete(err);
   }
 }

@@ -1,0 +1,169 @@
+// flight_report: reads every rank-<r>.json, checks they are one job, then per lane compares the
+// ranks' records by sequence number: finished, entered, first disagreement, time stuck.
+#include "diag/flight_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/check.h"
+
+namespace hpctrain {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string ranks_text(const std::vector<int>& v) {
+  if (v.empty()) return "none";
+  std::string s;
+  for (int r : v) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return (v.size() == 1 ? "rank " : "ranks ") + s;
+}
+
+std::string op_text(const json& r) {
+  std::string s = "#" + std::to_string(r["seq"].get<uint64_t>()) + " " + r["op"].get<std::string>() + "(" +
+                  r["dtype"].get<std::string>() + ", " + std::to_string(r["numel"].get<int64_t>()) + ")";
+  if (!r["tag"].get<std::string>().empty()) s += " from " + r["tag"].get<std::string>();
+  return s;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string flight_report(const std::string& dir_in) {
+  fs::path dir = dir_in;
+  std::error_code ec;
+  if (fs::is_directory(dir / "flight", ec)) dir /= "flight";
+  if (!fs::is_directory(dir, ec)) throw CollectiveError("" + dir_in + " is not a directory");
+  std::map<int, json> dumps;
+  std::map<int, std::string> files;
+  const std::regex pat("rank-([0-9]+)\\.json");
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    std::string name = e.path().filename().string();
+    if (!std::regex_match(name, m, pat)) continue;
+    json j;
+    try {
+      std::ifstream in(e.path());
+      j = json::parse(in);
+      if (!j.contains("records") || !j.contains("job") || !j.contains("world_size")) throw std::runtime_error("fields");
+    } catch (const std::exception&) {
+      throw CollectiveError("" + e.path().string() + " is not a flight recorder dump");
+    }
+    dumps[std::stoi(m[1])] = std::move(j);
+    files[std::stoi(m[1])] = e.path().string();
+  }
+  if (dumps.empty())
+    throw CollectiveError("no flight recorder dumps (rank-<r>.json) in " + dir.string() +
+                          " (a run writes them to <ckpt dir or run dir>/flight/ on a watchdog timeout, a desync, "
+                          "a fatal error or SIGUSR2)");
+  const std::string job = dumps.begin()->second["job"].get<std::string>();
+  for (const auto& [r, j] : dumps)
+    if (j["job"].get<std::string>() != job)
+      throw CollectiveError("the dumps are of two different jobs: " + files.begin()->second + " (job " + job +
+                            ") and " + files[r] + " (job " + j["job"].get<std::string>() +
+                            "); keep one job's rank-<r>.json files in the directory");
+  int world = 0;
+  for (const auto& [r, j] : dumps) world = std::max(world, j["world_size"].get<int>());
+  std::vector<int> present, missing;
+  for (int r = 0; r < world; ++r) (dumps.count(r) ? present : missing).push_back(r);
+
+  std::string out = "flight: job " + job + ", " + std::to_string(world) + " rank(s); dumps from " +
+                    ranks_text(present) + "; missing: " + ranks_text(missing) +
+                    (missing.empty() ? "" : " (its host is gone, or its process was stopped or killed)") + "\n";
+  for (int r : present) {
+    const json& j = dumps[r];
+    out += "flight: rank " + std::to_string(r) + " on " + j.value("host", std::string("?")) +
+           " dumped: " + j.value("reason", std::string("?")) + "\n";
+  }
+  std::set<std::string> lanes;
+  for (const auto& [r, j] : dumps)
+    for (const auto& rec : j["records"]) lanes.insert(rec["lane"].get<std::string>());
+  for (const std::string& lane : lanes) {
+    // Per rank: its records of this lane by sequence number.
+    std::map<int, std::map<uint64_t, json>> by;
+    for (int r : present)
+      for (const auto& rec : dumps[r]["records"])
+        if (rec["lane"] == lane) by[r][rec["seq"].get<uint64_t>()] = rec;
+    std::map<int, uint64_t> finished, entered;
+    for (int r : present) {
+      finished[r] = entered[r] = 0;
+      for (const auto& [seq, rec] : by[r]) {
+        const std::string st = rec["state"];
+        if (st == "done" || st == "failed") finished[r] = std::max(finished[r], seq);
+        if (st != "enqueued") entered[r] = std::max(entered[r], seq);
+      }
+    }
+    out += "flight: [" + lane + "] last sequence number finished:";
+    for (int r : present) out += " rank " + std::to_string(r) + " #" + std::to_string(finished[r]) + ";";
+    out.back() = '\n';
+    // The first op not every rank finished.
+    uint64_t stuck = UINT64_MAX;
+    for (int r : present) stuck = std::min(stuck, finished[r] + 1);
+    uint64_t newest = 0;
+    for (int r : present) newest = std::max(newest, entered[r]);
+    const json* rec = nullptr;
+    for (int r : present)
+      if (by[r].count(stuck)) rec = &by[r][stuck];
+    if (stuck > newest && missing.empty()) {
+      out += "flight: [" + lane + "] no collective in flight: every rank finished every op it started\n";
+    } else {
+      std::vector<int> in, never;
+      for (int r : present) (entered[r] >= stuck ? in : never).push_back(r);
+      out += "flight: [" + lane + "] stuck in " + (rec ? op_text(*rec) : "#" + std::to_string(stuck)) +
+             ": entered by " + ranks_text(in) + "; never entered by " + ranks_text(never) +
+             (missing.empty() ? "" : "; unknown (no dump): " + ranks_text(missing)) + "\n";
+    }
+    // The first sequence number at which the ranks that recorded it disagree.
+    std::set<uint64_t> seqs;
+    for (int r : present)
+      for (const auto& [seq, _] : by[r]) seqs.insert(seq);
+    for (uint64_t seq : seqs) {
+      std::map<std::string, std::vector<int>> kinds;
+      for (int r : present)
+        if (auto it = by[r].find(seq); it != by[r].end())
+          kinds[it->second["op"].get<std::string>() + "(" + it->second["dtype"].get<std::string>() + ", " +
+                std::to_string(it->second["numel"].get<int64_t>()) + ")"]
+              .push_back(r);
+      if (kinds.size() <= 1) continue;
+      out += "flight: [" + lane + "] ranks disagree first at #" + std::to_string(seq) + ":";
+      for (const auto& [k, rs] : kinds) out += " " + ranks_text(rs) + " called " + k + ";";
+      out.back() = '\n';
+      break;
+    }
+    // How long each rank has been stuck when it dumped.
+    out += "flight: [" + lane + "] stuck for:";
+    for (int r : present) {
+      const double at = dumps[r]["dumped_at"].get<double>();
+      double since = -1;
+      std::string what;
+      for (const auto& [seq, x] : by[r]) {
+        const std::string st = x["state"];
+        if (st == "started") since = at - x["start_s"].get<double>(), what = "in #" + std::to_string(seq);
+      }
+      if (since < 0 && !by[r].empty()) {
+        const json& last = by[r].rbegin()->second;
+        const double end = last["end_s"].get<double>();
+        if (end > 0)
+          since = at - end, what = "waiting since #" + std::to_string(last["seq"].get<uint64_t>()) + " ended";
+      }
+      out += " rank " + std::to_string(r) + " " + (since < 0 ? "?" : seconds(since) + " " + what) + ";";
+    }
+    out.back() = '\n';
+  }
+  return out;
+}
+
+}  // namespace hpctrain

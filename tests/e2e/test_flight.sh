@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# e2e: the flight recorder (`--flight-records`, comm/flight_recorder.h) and `hpctrain flight`.
+# - rank 1 stopped (SIGSTOP) mid-run: the watchdog fires (exit 3), rank 0 dumps, and the report
+#   names the op rank 0 is stuck in, rank 1 (its dump missing, or never entering the op when
+#   mpirun's SIGCONT on the abort let it dump) and how long rank 0 has waited;
+# - desync (rank 1 with another --bucket-mb, --debug-collectives): every rank dumps, exit 2, and
+#   the report names the first sequence number at which the ranks disagree and both calls;
+# - SIGUSR2 dumps every rank while training goes on (exit 0);
+# - `hpctrain flight` on a directory without dumps, and on dumps of two jobs: one line, exit 2.
+source "$(dirname "$0")/lib.sh"
+"$BIN" data synthetic --out "$WORK/d" --n 4096 --height 28 --width 28 --classes 10 >/dev/null
+common=(train --model mlp --data "$WORK/d" --batch-size 32 --log-every 5 --lr 0.01)
+
+# 1. A stopped rank.
+mkdir -p "$WORK/stop"
+timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" "${common[@]}" --epochs 100 --collective-timeout 4 \
+  --metrics "$WORK/stop/m.jsonl" >"$WORK/stop.out" 2>"$WORK/stop.err" &
+JOB=$!
+wait_for_step "$WORK/stop/m.jsonl" 10 60 || fail "no train record for step 10"
+signal_ranks STOP "$BIN train" 1
+set +e; wait $JOB; RC=$?; set -e
+signal_ranks CONT "$BIN train" 1 2>/dev/null || true
+[ "$RC" = 3 ] || { tail -20 "$WORK/stop.err"; fail "exit $RC, expected 3 (the watchdog's abort)"; }
+grep -q "^hpctrain: rank 0: flight recorder dumped to $WORK/stop/flight/rank-0.json" "$WORK/stop.err" ||
+  { cat "$WORK/stop.err"; fail "the watchdog's report does not name the dump"; }
+run_np 1 flight "$WORK/stop" >"$WORK/stop.report" || { cat "$WORK/stop.report"; fail "flight (stopped rank)"; }
+cat "$WORK/stop.report"
+# Rank 1 either left no dump, or (mpirun continues a stopped rank with SIGCONT before it kills
+# it on the abort) dumped when its watchdog thread ran again: then it never entered the op.
+if grep -q "^flight: job .*, 2 rank(s); dumps from rank 0; missing: rank 1 (its host is gone" "$WORK/stop.report"; then
+  grep -Eq "^flight: \[cpu\] stuck in #[0-9]+ allreduce\([a-z0-9]+, [0-9]+\) from [a-z.]+(\[[0-9]+\])?: entered by rank 0; never entered by none; unknown \(no dump\): rank 1$" "$WORK/stop.report" ||
+    fail "the report does not name the allreduce rank 0 is stuck in"
+else
+  grep -q "dumps from ranks 0,1; missing: none" "$WORK/stop.report" || fail "the report names neither dump"
+  grep -Eq "^flight: \[cpu\] stuck in #[0-9]+ allreduce\([a-z0-9]+, [0-9]+\) from [a-z.]+(\[[0-9]+\])?: entered by rank 0; never entered by rank 1$" "$WORK/stop.report" ||
+    fail "the report does not name the op rank 0 is stuck in and rank 1 as never entering it"
+fi
+grep -Eq "^flight: \[cpu\] stuck for: rank 0 [4-9]\.[0-9] s in #[0-9]+(;|$)" "$WORK/stop.report" ||
+  fail "rank 0's time stuck is not the watchdog's 4 s"
+ok "stopped rank: $(grep 'stuck in' "$WORK/stop.report")"
+
+# 2. A desync: rank 1 buckets its gradients differently.
+mkdir -p "$WORK/desync"
+set +e
+timeout -k 5 120 "$MPIEXEC" "${MPIFLAGS[@]}" -np 1 "$BIN" "${common[@]}" --max-steps 5 --debug-collectives \
+  --metrics "$WORK/desync/m.jsonl" : -np 1 "$BIN" "${common[@]}" --max-steps 5 --debug-collectives --bucket-mb 0.2 \
+  --metrics "$WORK/desync/m.jsonl" >"$WORK/desync.out" 2>"$WORK/desync.err"
+RC=$?
+set -e
+[ "$RC" = 2 ] || { cat "$WORK/desync.err"; fail "desync: exit $RC, expected 2"; }
+grep -q "^hpctrain: error: collective desync" "$WORK/desync.err" || { cat "$WORK/desync.err"; fail "no desync error"; }
+run_np 1 flight "$WORK/desync" >"$WORK/desync.report" || { cat "$WORK/desync.report"; fail "flight (desync)"; }
+cat "$WORK/desync.report"
+grep -q "dumps from ranks 0,1; missing: none" "$WORK/desync.report" || fail "desync: not both ranks dumped"
+grep -Eq "^flight: \[cpu\] ranks disagree first at #[0-9]+: rank 0 called allreduce\(float32, [0-9]+\); rank 1 called allreduce\(float32, [0-9]+\)$" "$WORK/desync.report" ||
+  fail "the report does not name the first differing sequence number"
+seq_report=$(grep -o "disagree first at #[0-9]*" "$WORK/desync.report" | tr -dc 0-9)
+grep -q "#$seq_report from" "$WORK/desync.err" || { cat "$WORK/desync.err"; fail "the desync error names another op than #$seq_report"; }
+ok "desync: $(grep 'disagree first' "$WORK/desync.report")"
+
+# 3. SIGUSR2: a dump on every rank, training goes on.
+mkdir -p "$WORK/usr2"
+timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" "${common[@]}" --max-steps 200 --metrics "$WORK/usr2/m.jsonl" \
+  >"$WORK/usr2.out" 2>"$WORK/usr2.err" &
+JOB=$!
+wait_for_step "$WORK/usr2/m.jsonl" 10 60 || fail "no train record for step 10"
+signal_ranks USR2 "$BIN train"
+set +e; wait $JOB; RC=$?; set -e
+[ "$RC" = 0 ] || { tail "$WORK/usr2.err"; fail "SIGUSR2: exit $RC, expected 0 (training goes on)"; }
+[ "$(grep -c "flight recorder dumped to $WORK/usr2/flight/rank-[01].json" "$WORK/usr2.err")" = 2 ] ||
+  { cat "$WORK/usr2.err"; fail "SIGUSR2: not one dump line per rank"; }
+run_np 1 flight "$WORK/usr2" >"$WORK/usr2.report" || fail "flight (SIGUSR2)"
+grep -q "missing: none" "$WORK/usr2.report" && grep -q "dumped: SIGUSR2" "$WORK/usr2.report" || { cat "$WORK/usr2.report"; fail "SIGUSR2 report"; }
+ok "SIGUSR2: both ranks dumped, the run finished (exit 0)"
+
+# 4. Bad input.
+mkdir -p "$WORK/empty" "$WORK/mixed/flight"
+expect_error flight_no_dumps "no flight recorder dumps" flight "$WORK/empty"
+cp "$WORK/stop/flight/rank-0.json" "$WORK/mixed/flight/rank-0.json"
+cp "$WORK/usr2/flight/rank-1.json" "$WORK/mixed/flight/rank-1.json"
+expect_error flight_two_jobs "dumps are of two different jobs" flight "$WORK/mixed"

@@ -1,0 +1,80 @@
+// flight_report on hand-made dumps: the stuck op, ranks that never entered it, a missing dump,
+// the first disagreement, and the errors (no dumps, two jobs).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "diag/flight_report.h"
+#include "runtime/check.h"
+
+using nlohmann::json;
+
+namespace {
+
+json rec(uint64_t seq, const char* state, int64_t numel = 100, double start = 100, double end = 101) {
+  return {{"lane", "cpu"},   {"seq", seq},       {"op", "allreduce"}, {"tag", "ddp.bucket[0]"},
+          {"dtype", "float32"}, {"numel", numel}, {"bytes", 4 * numel}, {"enqueue_s", start},
+          {"start_s", std::string(state) == "enqueued" ? -1.0 : start},
+          {"end_s", std::string(state) == "done" ? end : -1.0},       {"state", state}};
+}
+
+void write_dump(const std::string& dir, int rank, int world, const std::string& job, const json& records) {
+  std::filesystem::create_directories(dir + "/flight");
+  json j = {{"job", job}, {"rank", rank}, {"world_size", world}, {"host", "h" + std::to_string(rank)},
+            {"reason", "test"}, {"dumped_at", 110.0}, {"records", records}};
+  std::ofstream(dir + "/flight/rank-" + std::to_string(rank) + ".json") << j.dump();
+}
+
+struct Dir {
+  Dir() {
+    char t[] = "/tmp/hpctrain-flightrep-XXXXXX";
+    path = ::mkdtemp(t);
+  }
+  ~Dir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+}  // namespace
+
+TEST(FlightReport, StuckOpMissingRankAndNeverEntered) {
+  Dir d;
+  write_dump(d.path, 0, 3, "j", json::array({rec(6, "done"), rec(7, "started", 100, 104)}));
+  write_dump(d.path, 1, 3, "j", json::array({rec(6, "done", 100, 100, 103)}));
+  std::string r = hpctrain::flight_report(d.path);
+  EXPECT_NE(r.find("dumps from ranks 0,1; missing: rank 2"), std::string::npos) << r;
+  EXPECT_NE(r.find("last sequence number finished: rank 0 #6; rank 1 #6"), std::string::npos) << r;
+  EXPECT_NE(r.find("stuck in #7 allreduce(float32, 100) from ddp.bucket[0]: entered by rank 0; never entered by rank 1"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("rank 0 6.0 s in #7; rank 1 7.0 s waiting since #6 ended"), std::string::npos) << r;
+  EXPECT_EQ(r.find("disagree"), std::string::npos) << r;
+}
+
+TEST(FlightReport, FirstDisagreement) {
+  Dir d;
+  write_dump(d.path, 0, 2, "j", json::array({rec(4, "done"), rec(5, "done", 100), rec(6, "done", 300)}));
+  write_dump(d.path, 1, 2, "j", json::array({rec(4, "done"), rec(5, "done", 200), rec(6, "done", 400)}));
+  std::string r = hpctrain::flight_report(d.path + "/flight");  // the flight/ directory itself works too
+  EXPECT_NE(r.find("ranks disagree first at #5: rank 0 called allreduce(float32, 100); rank 1 called "
+                   "allreduce(float32, 200)"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("no collective in flight"), std::string::npos) << r;
+}
+
+TEST(FlightReport, BadInput) {
+  Dir d;
+  EXPECT_THROW(hpctrain::flight_report(d.path), hpctrain::CollectiveError);  // no dumps
+  write_dump(d.path, 0, 2, "job-a", json::array({rec(1, "done")}));
+  write_dump(d.path, 1, 2, "job-b", json::array({rec(1, "done")}));
+  try {
+    hpctrain::flight_report(d.path);
+    FAIL() << "two jobs accepted";
+  } catch (const hpctrain::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("two different jobs"), std::string::npos) << e.what();
+  }
+}
