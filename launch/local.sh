@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start hpctrain on this machine with mpirun, with flags that fit it.
-#   launch/local.sh [-n N] [--oversubscribe] [--hostfile FILE] [-- ] SUBCOMMAND [ARGS...]
+#   launch/local.sh [-n N] [--oversubscribe] [--hostfile FILE] [--max-restarts N] [-- ] SUBCOMMAND [ARGS...]
 # - -n defaults to the number of GPUs (nvidia-smi -L), or 1 on a CPU-only host.
 # - GPU hosts: one rank per GPU, --bind-to none (the process pins its GPU; NUMA is left to the
 #   OS). CPU-only hosts: --bind-to core --map-by slot, one compute thread per rank.
@@ -12,14 +12,22 @@
 #   drops off the network ends the job within 25 s, and mpirun is supervised: if every rank on
 #   this machine has exited but mpirun still waits for a remote host after
 #   HPCTRAIN_LAUNCHER_GRACE seconds (default 15), mpirun is ended and the exit code is 3.
+# - --max-restarts N (one machine, no --hostfile): when the job ends in a way a restart can
+#   cure (a rank killed by a signal or the OOM killer, a segfault, the watchdog's exit 3: any
+#   exit but 0, 2 = bad input and 75 = preempted), start it again, up to N times, with the same
+#   command; `train` resumes from the newest complete checkpoint in its --ckpt-dir (--resume auto,
+#   the default; without --ckpt-dir it starts from scratch, and says so). One line per restart:
+#   "local.sh: restart 1/2: the job ended with exit 137 (...); resuming from step-00000040".
+#   After N restarts the last exit code is returned. As torchrun's --max-restarts.
 # - HPCTRAIN_BIN: the binary to start (default build/hpctrain of this checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BIN=${HPCTRAIN_BIN:-$here/../build/hpctrain}
-n="" oversub=0 hostfile=""
+n="" oversub=0 hostfile="" max_restarts=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) n=$2; shift 2 ;;
+    --max-restarts) max_restarts=$2; shift 2 ;;
     --oversubscribe) oversub=1; shift ;;
     --hostfile) hostfile=$2; shift 2 ;;
     --) shift; break ;;
@@ -44,7 +52,47 @@ done
 for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES HPCTRAIN_SHM_ALLREDUCE; do
   [ -n "${!v:-}" ] && flags+=(-x "$v")
 done
-[ -n "$hostfile" ] || exec mpirun "${flags[@]}" "$BIN" "$@"
+if [ -z "$hostfile" ] && [ "$max_restarts" = 0 ]; then exec mpirun "${flags[@]}" "$BIN" "$@"; fi
+if [ -z "$hostfile" ]; then
+  # One machine, restarted on failure (see the header).
+  [[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "launch/local.sh: --max-restarts $max_restarts: expected a number >= 0" >&2; exit 2; }
+  ckpt="" resume=auto prev=""
+  for a in "$@"; do
+    case "$prev" in --ckpt-dir) ckpt=$a ;; --resume) resume=$a ;; esac
+    case "$a" in --ckpt-dir=*) ckpt=${a#--ckpt-dir=} ;; --resume=*) resume=${a#--resume=} ;; esac
+    prev=$a
+  done
+  if [ "$1" = train ] && [ "$resume" != auto ]; then
+    echo "launch/local.sh: --max-restarts resumes from the newest checkpoint (--resume auto, the default); drop --resume $resume" >&2
+    exit 2
+  fi
+  attempt=0
+  while :; do
+    mpirun "${flags[@]}" "$BIN" "$@" &
+    mp=$!
+    for sig in TERM INT HUP USR1 USR2; do trap "kill -$sig $mp 2>/dev/null" "$sig"; done
+    rc=0
+    while :; do
+      set +e; wait "$mp"; rc=$?; set -e
+      kill -0 "$mp" 2>/dev/null || break  # a forwarded signal interrupted wait: wait again
+    done
+    case "$rc" in 0 | 2 | 75) exit "$rc" ;; esac
+    if [ "$attempt" -ge "$max_restarts" ]; then
+      [ "$max_restarts" -gt 0 ] && echo "launch/local.sh: the job ended with exit $rc after $attempt restart(s) (--max-restarts $max_restarts): giving up" >&2
+      exit "$rc"
+    fi
+    attempt=$((attempt + 1))
+    why="a rank died or hung"
+    [ "$rc" -gt 128 ] && why="a process was killed by signal $((rc - 128))"
+    [ "$rc" = 3 ] && why="the watchdog found a collective that never finished"
+    from="scratch (no --ckpt-dir)"
+    if [ "$1" = train ] && [ -n "$ckpt" ]; then
+      from=$(cat "$ckpt/latest" 2>/dev/null || true)
+      [ -n "$from" ] || from="scratch (no complete checkpoint in $ckpt yet)"
+    fi
+    echo "launch/local.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why); resuming from $from" >&2
+  done
+fi
 
 # Across machines. Open MPI keeps waiting for a lost host's daemon once it has queued a message to
 # it (after a rank's MPI_Abort: the kernel then retransmits for ~15 min and stops keepalive), so

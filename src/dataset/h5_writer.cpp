@@ -65,18 +65,18 @@ void write_image_h5(const std::string& path, const ImageSet& s, const DatasetAtt
   if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) fail("flushing");
 }
 
-void write_train_test(const std::string& dir, const ImageSet& train, const ImageSet& test, DatasetAttrs attrs) {
+void write_split_pair(const std::string& dir,
+                      const std::function<void(const std::string& path, bool is_train)>& write) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error("cannot create output directory " + dir + ": " + ec.message());
-  if (attrs.mean.empty()) channel_mean_std(train, &attrs.mean, &attrs.std);
   const std::string suffix = ".tmp." + std::to_string(::getpid());
   const fs::path final_train = fs::path(dir) / "train.h5", final_test = fs::path(dir) / "test.h5";
   const std::string tmp_train = final_train.string() + suffix, tmp_test = final_test.string() + suffix;
   try {
-    write_image_h5(tmp_train, train, attrs);
-    write_image_h5(tmp_test, test, attrs);
+    write(tmp_train, true);
+    write(tmp_test, false);
     fs::rename(tmp_train, final_train);
     fs::rename(tmp_test, final_test);
   } catch (const fs::filesystem_error& e) {
@@ -86,6 +86,12 @@ void write_train_test(const std::string& dir, const ImageSet& train, const Image
     fs::remove(tmp_train, ec), fs::remove(tmp_test, ec);
     throw;
   }
+}
+
+void write_train_test(const std::string& dir, const ImageSet& train, const ImageSet& test, DatasetAttrs attrs) {
+  if (attrs.mean.empty()) channel_mean_std(train, &attrs.mean, &attrs.std);
+  write_split_pair(
+      dir, [&](const std::string& path, bool is_train) { write_image_h5(path, is_train ? train : test, attrs); });
 }
 
 }  // namespace hpctrain

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ void channel_mean_std(const ImageSet& s, std::vector<float>* mean, std::vector<f
 
 // Writes `path` directly (no rename): the building block of write_train_test.
 void write_image_h5(const std::string& path, const ImageSet& s, const DatasetAttrs& attrs);
+
+// Creates `dir` if needed and has `write(path, is_train)` write dir/train.h5 and dir/test.h5
+// under temporary names, renaming both only when both are complete (an error removes them).
+void write_split_pair(const std::string& dir, const std::function<void(const std::string& path, bool is_train)>& write);
 
 // Creates `dir` if needed and writes dir/train.h5 and dir/test.h5 atomically (see above).
 // attrs.mean/std are filled from `train` when empty.

@@ -2,14 +2,13 @@
 // file's bytes train/test by the fraction, and write the pair under temporary names.
 #include "dataset/text_tokens.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "dataset/h5_writer.h"
 #include "io/h5_util.h"
 #include "runtime/check.h"
 
@@ -124,26 +123,11 @@ TextTokensReport write_text_tokens(const std::vector<std::string>& inputs, const
   rep.train_tokens = int64_t(train.size());
   rep.test_tokens = int64_t(test.size());
 
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw Error("cannot create output directory " + out_dir + ": " + ec.message());
-  const std::string suffix = ".tmp." + std::to_string(::getpid());
-  const fs::path final_train = fs::path(out_dir) / "train.h5", final_test = fs::path(out_dir) / "test.h5";
-  const std::string tmp_train = final_train.string() + suffix, tmp_test = final_test.string() + suffix;
-  std::string source = "hpctrain data text: " + std::to_string(rep.files) + " file(s), last " +
-                       std::to_string(test_fraction) + " of each to test";
-  try {
-    write_byte_tokens_h5(tmp_train, train, source);
-    write_byte_tokens_h5(tmp_test, test, source);
-    fs::rename(tmp_train, final_train);
-    fs::rename(tmp_test, final_test);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove(tmp_train, ec), fs::remove(tmp_test, ec);
-    throw Error("cannot move output into " + out_dir + ": " + e.what());
-  } catch (...) {
-    fs::remove(tmp_train, ec), fs::remove(tmp_test, ec);
-    throw;
-  }
+  const std::string source = "hpctrain data text: " + std::to_string(rep.files) + " file(s), last " +
+                             std::to_string(test_fraction) + " of each to test";
+  write_split_pair(out_dir, [&](const std::string& path, bool is_train) {
+    write_byte_tokens_h5(path, is_train ? train : test, source);
+  });
   return rep;
 }
 

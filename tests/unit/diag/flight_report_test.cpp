@@ -16,15 +16,22 @@ using nlohmann::json;
 namespace {
 
 json rec(uint64_t seq, const char* state, int64_t numel = 100, double start = 100, double end = 101) {
-  return {{"lane", "cpu"},   {"seq", seq},       {"op", "allreduce"}, {"tag", "ddp.bucket[0]"},
-          {"dtype", "float32"}, {"numel", numel}, {"bytes", 4 * numel}, {"enqueue_s", start},
+  return {{"lane", "cpu"},
+          {"seq", seq},
+          {"op", "allreduce"},
+          {"tag", "ddp.bucket[0]"},
+          {"dtype", "float32"},
+          {"numel", numel},
+          {"bytes", 4 * numel},
+          {"enqueue_s", start},
           {"start_s", std::string(state) == "enqueued" ? -1.0 : start},
-          {"end_s", std::string(state) == "done" ? end : -1.0},       {"state", state}};
+          {"end_s", std::string(state) == "done" ? end : -1.0},
+          {"state", state}};
 }
 
 void write_dump(const std::string& dir, int rank, int world, const std::string& job, const json& records) {
   std::filesystem::create_directories(dir + "/flight");
-  json j = {{"job", job}, {"rank", rank}, {"world_size", world}, {"host", "h" + std::to_string(rank)},
+  json j = {{"job", job},       {"rank", rank},       {"world_size", world}, {"host", "h" + std::to_string(rank)},
             {"reason", "test"}, {"dumped_at", 110.0}, {"records", records}};
   std::ofstream(dir + "/flight/rank-" + std::to_string(rank) + ".json") << j.dump();
 }
@@ -47,8 +54,9 @@ TEST(FlightReport, StuckOpMissingRankAndNeverEntered) {
   std::string r = hpctrain::flight_report(d.path);
   EXPECT_NE(r.find("dumps from ranks 0,1; missing: rank 2"), std::string::npos) << r;
   EXPECT_NE(r.find("last sequence number finished: rank 0 #6; rank 1 #6"), std::string::npos) << r;
-  EXPECT_NE(r.find("stuck in #7 allreduce(float32, 100) from ddp.bucket[0]: entered by rank 0; never entered by rank 1"),
-            std::string::npos)
+  EXPECT_NE(
+      r.find("stuck in #7 allreduce(float32, 100) from ddp.bucket[0]: entered by rank 0; never entered by rank 1"),
+      std::string::npos)
       << r;
   EXPECT_NE(r.find("rank 0 6.0 s in #7; rank 1 7.0 s waiting since #6 ended"), std::string::npos) << r;
   EXPECT_EQ(r.find("disagree"), std::string::npos) << r;

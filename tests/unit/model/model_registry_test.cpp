@@ -14,7 +14,7 @@ TEST(ModelRegistry, TheZooIsRegisteredBehindTheModelInterface) {
   std::vector<std::string> zoo;
   for (const auto& e : registered_models())
     if (e.origin == "zoo") zoo.push_back(e.name);
-  EXPECT_EQ(zoo, (std::vector<std::string>{"mlp", "cnn", "resnet"}));
+  EXPECT_EQ(zoo, (std::vector<std::string>{"mlp", "cnn", "resnet", "gpt"}));
   ModelSpec spec;
   spec.name = "cnn";
   spec.sample_shape = {1, 28, 28};
