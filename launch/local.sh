@@ -18,7 +18,9 @@
 #   command; `train` resumes from the newest complete checkpoint in its --ckpt-dir (--resume auto,
 #   the default; without --ckpt-dir it starts from scratch, and says so). One line per restart:
 #   "local.sh: restart 1/2: the job ended with exit 137 (...); resuming from step-00000040".
-#   After N restarts the last exit code is returned. As torchrun's --max-restarts.
+#   After N restarts the last exit code is returned. As torchrun's --max-restarts. The restarted
+#   ranks get HPCTRAIN_RESTART (JSON: restart, of, exit_code, cause, failed_at): `train` then
+#   continues its --metrics file and writes a `restart` record after its first step.
 # - HPCTRAIN_BIN: the binary to start (default build/hpctrain of this checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -91,6 +93,9 @@ if [ -z "$hostfile" ]; then
       [ -n "$from" ] || from="scratch (no complete checkpoint in $ckpt yet)"
     fi
     echo "launch/local.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why); resuming from $from" >&2
+    # The trainer writes a `restart` record from this (README "Watching a run").
+    export HPCTRAIN_RESTART="{\"restart\":$attempt,\"of\":$max_restarts,\"exit_code\":$rc,\"cause\":\"$why\",\"failed_at\":$(date +%s.%N)}"
+    [ "$attempt" = 1 ] && flags+=(-x HPCTRAIN_RESTART)
   done
 fi
 

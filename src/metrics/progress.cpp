@@ -34,10 +34,10 @@ bool live_progress() {
 
 Reporter::Reporter(bool is_root) : root_(is_root), tty_(live_progress()) {}
 
-void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::json& config) {
+void Reporter::open_metrics(const std::string& metrics_path, const nlohmann::json& config, bool append) {
   if (!root_ || metrics_) return;
   if (!metrics_path.empty()) {
-    metrics_ = std::fopen(metrics_path.c_str(), "w");
+    metrics_ = std::fopen(metrics_path.c_str(), append ? "a" : "w");
     if (!metrics_) throw Error("cannot write the metrics file " + metrics_path);
   }
   if (metrics_ || tb_) metrics({{"type", "config"}, {"config", config}});  // TensorBoard needs it too

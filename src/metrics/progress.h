@@ -41,7 +41,9 @@ class Reporter {
   // open, even when `path` is ""; "" creates no file). Call it
   // once every input is validated, so a run that fails at set-up leaves an old file intact.
   // Throws hpctrain::Error (rank 0 only) if the file cannot be written.
-  void open_metrics(const std::string& path, const nlohmann::json& config);
+  // `append` (a run restarted by its launcher, HPCTRAIN_RESTART): the file is continued, not
+  // replaced, so the failed run's records stay before the new run's.
+  void open_metrics(const std::string& path, const nlohmann::json& config, bool append = false);
   // Starts a new TensorBoard event file in `dir` ("" starts none) for a run that begins after
   // `start_step` steps (0, or the step it resumed at). Call it before open_metrics so that the
   // config record reaches it. Throws hpctrain::Error (rank 0 only) if `dir` is not writable.

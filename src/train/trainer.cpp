@@ -11,8 +11,10 @@
 #include <chrono>
 
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <vector>
 
@@ -45,6 +47,37 @@
 
 namespace hpctrain {
 
+namespace {
+
+// HPCTRAIN_RESTART: set by a launcher that restarts a failed job (launch/local.sh
+// --max-restarts): {"restart": k, "of": n, "exit_code": rc, "cause": "...", "failed_at": epoch s}.
+nlohmann::json launcher_restart() {
+  const char* v = std::getenv("HPCTRAIN_RESTART");
+  if (!v || !*v) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("restart"))
+    throw CollectiveError(std::string("HPCTRAIN_RESTART='") + v + "' is not the launcher's restart record (JSON)");
+  return j;
+}
+
+// The step of the last train record in a metrics file (-1: none).
+int64_t last_train_step(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  int64_t last = -1;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == "train") last = j.value("step", last);
+  }
+  return last;
+}
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
 Trainer::Trainer(const TrainConfig& config, World& world) : Trainer(config, world, ModelEntry{}) {}
 
 Trainer::Trainer(const TrainConfig& config, World& world, ModelEntry model)
@@ -68,6 +101,7 @@ void Trainer::State::setup() {
   check_pairings(cfg);                   // again, for configs built in code rather than by load_config
   CommSettings cs = comm_settings(cfg);  // the environment's values are in cfg already (load_config)
   start_flight_recorder();               // before the first collective, so it sees them all
+  restart = launcher_restart();          // a launcher restarted this job (HPCTRAIN_RESTART), or null
   RunContext run = open_run(world, cfg.device, cs);
   dev = run.dev;
   device = run.device;
@@ -134,7 +168,8 @@ void Trainer::State::setup() {
   // Only now, with every input validated, may the metrics file of a previous run be replaced.
   run_on_rank0(world.mpi_comm(), "", [&] {
     rep->open_tensorboard(cfg.tensorboard, step);
-    rep->open_metrics(cfg.metrics, cfg.to_json());
+    if (restart.is_object() && !cfg.metrics.empty()) restart_last_step = last_train_step(cfg.metrics);
+    rep->open_metrics(cfg.metrics, cfg.to_json(), /*append=*/restart.is_object());
   });
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(world.node_count()) +
@@ -155,6 +190,26 @@ void Trainer::State::setup() {
                   (long long)(global_batch * inf.seq_len));
     rep->message(buf);
   }
+}
+
+// After the first step of a restarted run: the restart record (metrics, and a line).
+void Trainer::State::report_restart(int64_t resumed_step) {
+  nlohmann::json rec = {{"type", "restart"}, {"step", step}, {"resumed_step", resumed_step}};
+  for (auto& [k, v] : restart.items()) rec[k] = v;
+  if (restart_last_step >= 0) rec["steps_lost"] = std::max<int64_t>(restart_last_step - resumed_step, 0);
+  if (restart.contains("failed_at")) rec["recovery_s"] = epoch_seconds() - restart["failed_at"].get<double>();
+  rep->metrics(rec);
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "hpctrain train: restart %lld/%lld after exit %lld: resumed at step %lld%s, training again %.1f s "
+                "after the failure was noticed",
+                (long long)restart.value("restart", 0), (long long)restart.value("of", 0),
+                (long long)restart.value("exit_code", 0), (long long)resumed_step,
+                rec.contains("steps_lost")
+                    ? (" (" + std::to_string(rec["steps_lost"].get<int64_t>()) + " steps lost)").c_str()
+                    : "",
+                rec.value("recovery_s", -1.0));
+  rep->message(buf);
 }
 
 // The flight recorder (comm/flight_recorder.h): its directory, and a job id every rank shares
@@ -373,6 +428,7 @@ nlohmann::json Trainer::run() {
         throw Error(buf);
       }
       ++s.step;
+      if (s.step == first_step + 1 && s.restart.is_object()) s.report_restart(first_step);
       s.stats.set_data_wait(s.train->data_wait_seconds());
       if (s.step % s.cfg.log_every == 0 || s.step == s.total_steps) s.log_interval(epoch);
       if (s.step_boundary()) {
@@ -421,7 +477,8 @@ nlohmann::json Trainer::run() {
                             {"zero", s.cfg.zero},
                             {"optim_state_bytes_per_rank", s.opt->state_bytes()},
                             {"wall_s", wall},
-                            {"straggler", s.straggler->summary()}};
+                            {"straggler", s.straggler->summary()},
+                            {"restarts", s.restart.is_object() ? s.restart.value("restart", 0) : 0}};
   if (s.train->info().tokens) {
     summary["tokens_per_s"] = summary["samples_per_s"].get<double>() * static_cast<double>(s.train->info().seq_len);
     add_token_metrics(summary, last_eval, s.test->info());

@@ -55,6 +55,8 @@ struct Trainer::State {
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
   int64_t step = 0, start_epoch = 0;
   bool devices_checked = false;
+  nlohmann::json restart;          // the launcher's HPCTRAIN_RESTART record, null when not restarted
+  int64_t restart_last_step = -1;  // rank 0: the last train step the failed run logged
 
   State(const TrainConfig& c, World& w, ModelEntry m) : cfg(c), world(w), model_entry(std::move(m)) {}
 
@@ -66,6 +68,7 @@ struct Trainer::State {
   }
   void setup();
   void start_flight_recorder();
+  void report_restart(int64_t resumed_step);
   void build_model();
   void check_model_output();
   void train_step(const Batch& b);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e: `launch/local.sh --max-restarts N` on one host. Rank 1 is SIGKILLed mid-run (after the
 # checkpoint of step 20): the job restarts once, resumes from the newest checkpoint, finishes with
-# exit 0 and ends bitwise equal to an uninterrupted run. A second kill with --max-restarts 0 (the
+# exit 0 and ends bitwise equal to an uninterrupted run, with a `restart` record in its metrics. A second kill with --max-restarts 0 (the
 # default) is not restarted; bad input (exit 2) is never restarted; --resume none is refused.
 source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -27,6 +27,26 @@ run_np 1 ckpt merge "$WORK/ref" --out "$WORK/ref.h5" >/dev/null
 run_np 1 ckpt merge "$WORK/r" --out "$WORK/r.h5" >/dev/null
 /usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/r.h5" "$WORK/ref.h5" --exact || fail "the restarted run differs from the uninterrupted one"
 ok "rank 1 SIGKILLed at step >= 25: $(grep 'restart 1/1' "$WORK/r.err" | cut -c1-160); final model == uninterrupted run, bitwise"
+# The restart record: the metrics file is continued (the failed run's records stay), one
+# `restart` record with the resumed step, the steps lost and the recovery time; the summary counts it.
+/usr/bin/python3 - "$WORK/r.jsonl" "$WORK/r.txt" <<'PY' || fail "restart record"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+summary = json.loads([l for l in open(sys.argv[2]) if l.startswith("{")][-1])
+r = [x for x in recs if x["type"] == "restart"]
+assert len(r) == 1, r
+r = r[0]
+assert [x["type"] for x in recs].count("config") == 2, "the failed run's records were not kept"
+before = max(x["step"] for x in recs[: recs.index(r)] if x["type"] == "train")
+assert r["restart"] == 1 and r["of"] == 1 and r["exit_code"] != 0 and r["resumed_step"] % 10 == 0, r
+assert r["steps_lost"] == before - r["resumed_step"] >= 5, (r, before)
+assert 0 < r["recovery_s"] < 60, r
+assert summary["restarts"] == 1, summary
+print(f"ok: restart record: resumed at step {r['resumed_step']}, {r['steps_lost']} steps lost, training again "
+      f"{r['recovery_s']:.1f} s after the failure (exit {r['exit_code']}: {r['cause']}); summary restarts = 1")
+PY
+grep -q "hpctrain train: restart 1/1 after exit .*: resumed at step .* steps lost), training again" "$WORK/r.txt" ||
+  { cat "$WORK/r.txt"; fail "no restart line from the trainer"; }
 
 # Without --max-restarts the same kill ends the job (exit != 0), as before.
 L -- "${common[@]}" --ckpt-dir "$WORK/n" --metrics "$WORK/n.jsonl" >"$WORK/n.txt" 2>"$WORK/n.err" &
