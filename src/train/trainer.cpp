@@ -1,6 +1,7 @@
 // Trainer: set-up (inputs every rank reads alike are checked under agree_on_failure, before any
 // metrics file is replaced) and the loop: steps with gradient accumulation, one agreement per
-// step boundary, log intervals, an eval per epoch, checkpoints. The model: trainer_model.cpp.
+// step boundary, log intervals, an eval per epoch, checkpoints. The model: trainer_model.cpp;
+// the flight recorder and launcher restarts: trainer_recovery.cpp.
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
@@ -11,15 +12,10 @@
 #include <chrono>
 
 #include <cmath>
-#include <cstdlib>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "comm/flight_recorder.h"
 #include "comm/open_run.h"
 #include "comm/run_ops.h"
 #include "comm/wait_meter.h"
@@ -46,37 +42,6 @@
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
-
-namespace {
-
-// HPCTRAIN_RESTART: set by a launcher that restarts a failed job (launch/local.sh
-// --max-restarts): {"restart": k, "of": n, "exit_code": rc, "cause": "...", "failed_at": epoch s}.
-nlohmann::json launcher_restart() {
-  const char* v = std::getenv("HPCTRAIN_RESTART");
-  if (!v || !*v) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("restart"))
-    throw CollectiveError(std::string("HPCTRAIN_RESTART='") + v + "' is not the launcher's restart record (JSON)");
-  return j;
-}
-
-// The step of the last train record in a metrics file (-1: none).
-int64_t last_train_step(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  int64_t last = -1;
-  while (std::getline(in, line)) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("type", "") == "train") last = j.value("step", last);
-  }
-  return last;
-}
-
-double epoch_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 Trainer::Trainer(const TrainConfig& config, World& world) : Trainer(config, world, ModelEntry{}) {}
 
@@ -190,41 +155,6 @@ void Trainer::State::setup() {
                   (long long)(global_batch * inf.seq_len));
     rep->message(buf);
   }
-}
-
-// After the first step of a restarted run: the restart record (metrics, and a line).
-void Trainer::State::report_restart(int64_t resumed_step) {
-  nlohmann::json rec = {{"type", "restart"}, {"step", step}, {"resumed_step", resumed_step}};
-  for (auto& [k, v] : restart.items()) rec[k] = v;
-  if (restart_last_step >= 0) rec["steps_lost"] = std::max<int64_t>(restart_last_step - resumed_step, 0);
-  if (restart.contains("failed_at")) rec["recovery_s"] = epoch_seconds() - restart["failed_at"].get<double>();
-  rep->metrics(rec);
-  char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "hpctrain train: restart %lld/%lld after exit %lld: resumed at step %lld%s, training again %.1f s "
-                "after the failure was noticed",
-                (long long)restart.value("restart", 0), (long long)restart.value("of", 0),
-                (long long)restart.value("exit_code", 0), (long long)resumed_step,
-                rec.contains("steps_lost")
-                    ? (" (" + std::to_string(rec["steps_lost"].get<int64_t>()) + " steps lost)").c_str()
-                    : "",
-                rec.value("recovery_s", -1.0));
-  rep->message(buf);
-}
-
-// The flight recorder (comm/flight_recorder.h): its directory, and a job id every rank shares
-// (rank 0's host, pid and start time), so `hpctrain flight` can tell two jobs' dumps apart.
-void Trainer::State::start_flight_recorder() {
-  std::string dir = !cfg.ckpt_dir.empty()  ? cfg.ckpt_dir
-                    : !cfg.metrics.empty() ? std::filesystem::path(cfg.metrics).parent_path().string()
-                                           : std::string(".");
-  if (dir.empty()) dir = ".";
-  char id[96] = {0};
-  if (world.rank() == 0)
-    std::snprintf(id, sizeof id, "%s-%ld-%lld", world.hostname().c_str(), static_cast<long>(getpid()),
-                  static_cast<long long>(std::time(nullptr)));
-  MPI_Bcast(id, sizeof id, MPI_CHAR, 0, world.mpi_comm());
-  FlightRecorder::get().configure(cfg.flight_records, dir, world.rank(), world.size(), id);
 }
 
 // "optimizer sgd, state 3.1 MiB per rank (ZeRO-1: 1/4 of 12.6 MiB, 37 elements padding)"

@@ -31,6 +31,11 @@
 
 namespace hpctrain {
 
+// trainer_recovery.cpp: the launcher's restart record from HPCTRAIN_RESTART (null when unset;
+// CollectiveError when malformed), and the last train step logged in a metrics file (-1: none).
+nlohmann::json launcher_restart();
+int64_t last_train_step(const std::string& path);
+
 struct Trainer::State {
   TrainConfig cfg;
   World& world;

@@ -1,0 +1,86 @@
+// Trainer::State's recovery side: the flight recorder's set-up (directory, shared job id) and a
+// launcher's restart (HPCTRAIN_RESTART: the metrics file continued, the restart record).
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "comm/flight_recorder.h"
+#include "runtime/check.h"
+#include "runtime/world.h"
+#include "train/trainer_state_impl.h"
+
+namespace hpctrain {
+
+// HPCTRAIN_RESTART: set by a launcher that restarts a failed job (launch/local.sh
+// --max-restarts): {"restart": k, "of": n, "exit_code": rc, "cause": "...", "failed_at": epoch s}.
+nlohmann::json launcher_restart() {
+  const char* v = std::getenv("HPCTRAIN_RESTART");
+  if (!v || !*v) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("restart"))
+    throw CollectiveError(std::string("HPCTRAIN_RESTART='") + v + "' is not the launcher's restart record (JSON)");
+  return j;
+}
+
+// The step of the last train record in a metrics file (-1: none).
+int64_t last_train_step(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  int64_t last = -1;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == "train") last = j.value("step", last);
+  }
+  return last;
+}
+
+namespace {
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+// After the first step of a restarted run: the restart record (metrics, and a line).
+void Trainer::State::report_restart(int64_t resumed_step) {
+  nlohmann::json rec = {{"type", "restart"}, {"step", step}, {"resumed_step", resumed_step}};
+  for (auto& [k, v] : restart.items()) rec[k] = v;
+  if (restart_last_step >= 0) rec["steps_lost"] = std::max<int64_t>(restart_last_step - resumed_step, 0);
+  if (restart.contains("failed_at")) rec["recovery_s"] = epoch_seconds() - restart["failed_at"].get<double>();
+  rep->metrics(rec);
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "hpctrain train: restart %lld/%lld after exit %lld: resumed at step %lld%s, training again %.1f s "
+                "after the failure was noticed",
+                (long long)restart.value("restart", 0), (long long)restart.value("of", 0),
+                (long long)restart.value("exit_code", 0), (long long)resumed_step,
+                rec.contains("steps_lost")
+                    ? (" (" + std::to_string(rec["steps_lost"].get<int64_t>()) + " steps lost)").c_str()
+                    : "",
+                rec.value("recovery_s", -1.0));
+  rep->message(buf);
+}
+
+// The flight recorder (comm/flight_recorder.h): its directory, and a job id every rank shares
+// (rank 0's host, pid and start time), so `hpctrain flight` can tell two jobs' dumps apart.
+void Trainer::State::start_flight_recorder() {
+  std::string dir = !cfg.ckpt_dir.empty()  ? cfg.ckpt_dir
+                    : !cfg.metrics.empty() ? std::filesystem::path(cfg.metrics).parent_path().string()
+                                           : std::string(".");
+  if (dir.empty()) dir = ".";
+  char id[96] = {0};
+  if (world.rank() == 0)
+    std::snprintf(id, sizeof id, "%s-%ld-%lld", world.hostname().c_str(), static_cast<long>(getpid()),
+                  static_cast<long long>(std::time(nullptr)));
+  MPI_Bcast(id, sizeof id, MPI_CHAR, 0, world.mpi_comm());
+  FlightRecorder::get().configure(cfg.flight_records, dir, world.rank(), world.size(), id);
+}
+
+}  // namespace hpctrain
