@@ -24,6 +24,7 @@
 # - HPCTRAIN_BIN: the binary to start (default build/hpctrain of this checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/restart_lib.sh"
 BIN=${HPCTRAIN_BIN:-$here/../build/hpctrain}
 n="" oversub=0 hostfile="" max_restarts=0
 while [ $# -gt 0 ]; do
@@ -51,51 +52,34 @@ for v in OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS; do
   flags+=(-x "$v")
 done
 # Pass the usual network/debug knobs through when the user set them.
-for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES HPCTRAIN_SHM_ALLREDUCE; do
+for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES HPCTRAIN_SHM_ALLREDUCE HPCTRAIN_RESTART; do
   [ -n "${!v:-}" ] && flags+=(-x "$v")
 done
 if [ -z "$hostfile" ] && [ "$max_restarts" = 0 ]; then exec mpirun "${flags[@]}" "$BIN" "$@"; fi
 if [ -z "$hostfile" ]; then
   # One machine, restarted on failure (see the header).
   [[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "launch/local.sh: --max-restarts $max_restarts: expected a number >= 0" >&2; exit 2; }
-  ckpt="" resume=auto prev=""
-  for a in "$@"; do
-    case "$prev" in --ckpt-dir) ckpt=$a ;; --resume) resume=$a ;; esac
-    case "$a" in --ckpt-dir=*) ckpt=${a#--ckpt-dir=} ;; --resume=*) resume=${a#--resume=} ;; esac
-    prev=$a
-  done
-  if [ "$1" = train ] && [ "$resume" != auto ]; then
+  ckpt=$(rl_arg --ckpt-dir "$@") resume=$(rl_arg --resume "$@")
+  if [ "$1" = train ] && [ -n "$resume" ] && [ "$resume" != auto ]; then
     echo "launch/local.sh: --max-restarts resumes from the newest checkpoint (--resume auto, the default); drop --resume $resume" >&2
     exit 2
   fi
   attempt=0
   while :; do
     mpirun "${flags[@]}" "$BIN" "$@" &
-    mp=$!
-    for sig in TERM INT HUP USR1 USR2; do trap "kill -$sig $mp 2>/dev/null" "$sig"; done
-    rc=0
-    while :; do
-      set +e; wait "$mp"; rc=$?; set -e
-      kill -0 "$mp" 2>/dev/null || break  # a forwarded signal interrupted wait: wait again
-    done
-    case "$rc" in 0 | 2 | 75) exit "$rc" ;; esac
+    rl_wait $!
+    rc=$RL_RC failed_at=$(date +%s.%N)
+    rl_restartable "$rc" || exit "$rc"
     if [ "$attempt" -ge "$max_restarts" ]; then
       [ "$max_restarts" -gt 0 ] && echo "launch/local.sh: the job ended with exit $rc after $attempt restart(s) (--max-restarts $max_restarts): giving up" >&2
       exit "$rc"
     fi
     attempt=$((attempt + 1))
-    why="a rank died or hung"
-    [ "$rc" -gt 128 ] && why="a process was killed by signal $((rc - 128))"
-    [ "$rc" = 3 ] && why="the watchdog found a collective that never finished"
-    from="scratch (no --ckpt-dir)"
-    if [ "$1" = train ] && [ -n "$ckpt" ]; then
-      from=$(cat "$ckpt/latest" 2>/dev/null || true)
-      [ -n "$from" ] || from="scratch (no complete checkpoint in $ckpt yet)"
-    fi
-    echo "launch/local.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why); resuming from $from" >&2
+    why=$(rl_cause "$rc")
+    echo "launch/local.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why); resuming from $(rl_resume_from "$1" "$ckpt")" >&2
     # The trainer writes a `restart` record from this (README "Watching a run").
-    export HPCTRAIN_RESTART="{\"restart\":$attempt,\"of\":$max_restarts,\"exit_code\":$rc,\"cause\":\"$why\",\"failed_at\":$(date +%s.%N)}"
-    [ "$attempt" = 1 ] && flags+=(-x HPCTRAIN_RESTART)
+    rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at"
+    [[ " ${flags[*]} " == *" HPCTRAIN_RESTART "* ]] || flags+=(-x HPCTRAIN_RESTART)
   done
 fi
 

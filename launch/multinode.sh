@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # hpctrain across several workstations with plain mpirun (no Slurm).
 #   launch/multinode.sh --hostfile FILE [-n N] [--oversubscribe] -- SUBCOMMAND [ARGS...]
+#   launch/multinode.sh --hostfile FILE [--spares K] [--max-restarts N] [--shrink] ... -- train ...
 #   e.g.  NCCL_SOCKET_IFNAME=eth1 OMPI_MCA_btl_tcp_if_include=eth1 \
 #         launch/multinode.sh --hostfile hosts.txt -- train --model resnet --data /shared/fmnist
 #
@@ -39,33 +40,209 @@
 # remote daemon" and ends every process of the job within ~25 s (measured: see README,
 # "Multi-node"). If hpctrain's watchdog fires first (--collective-timeout under ~25 s), Open MPI
 # would wait ~15 min for the lost daemon; this launcher then ends mpirun HPCTRAIN_LAUNCHER_GRACE s
-# after the last local rank exited. Either way the latest checkpoint is complete: resubmit.
+# after the last local rank exited. Either way the latest checkpoint is complete: resubmit, or
+# let this launcher restart the job by itself:
+#
+# Restarts (`train` with --ckpt-dir on the command line): --max-restarts N restarts a job that
+# ended in a way a restart can cure (a lost host or rank: the watchdog's exit 3, mpirun's "ORTE has
+# lost communication with a remote daemon", a rank killed by a signal; any exit but 0, 2 = bad
+# input and 75 = preempted), up to N times, with --resume auto from the newest complete
+# checkpoint. --spares K (default --max-restarts K) holds the LAST K hosts of FILE back as spares.
+# After a failure the launcher names the hosts it lost: the ranks the watchdog reports silent,
+# mpirun's lost daemon and killed ranks, mapped through the layout it launched (ranks fill the
+# hosts in file order, slots=N each, the host mpirun runs on first), then confirmed by probing
+# every host and spare through mpirun's remote shell (OMPI_MCA_plm_rsh_agent, default ssh) with
+# a timeout of HPCTRAIN_PROBE_TIMEOUT s (default 5): a host that does not answer is lost, for the
+# rest of the job. Each lost host is replaced by the next spare that answers (one that does not is
+# skipped and named); with no spare left, --shrink goes on with the remaining hosts and the same
+# global batch (the per-rank --batch-size, which must be on the command line, scaled by old/new
+# ranks; a one-line error when it does not divide), else the launcher gives up. When no host is
+# lost (a rank killed on a host that answers) the same hosts are used again. One line per restart:
+#   multinode.sh: restart 1/2: host node1 lost (rank 1), replaced by spare node2; resuming from step-00000040
+# After N restarts the last failure's exit code is returned. The ranks get HPCTRAIN_RESTART
+# (launch/local.sh) with lost_hosts, lost_ranks and replaced_by or shrunk_to: `train` writes them
+# into the `restart` record of its --metrics file.
 #
 # Tested on a cluster of network-namespace hosts: `ctest -L cluster` (tests/cluster/), or try it
 # by hand with `tests/cluster/nscluster.sh shell 2`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-hostfile="" pass=()
+source "$here/restart_lib.sh"
+hostfile="" pass=() n_user="" spares="" max_restarts="" shrink=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --hostfile) hostfile=${2:-}; shift 2 ;;
-    -n) pass+=(-n "${2:-}"); shift 2 ;;
+    -n) n_user=${2:-}; shift 2 ;;
     --oversubscribe) pass+=(--oversubscribe); shift ;;
+    --spares) spares=${2:-}; shift 2 ;;
+    --max-restarts) max_restarts=${2:-}; shift 2 ;;
+    --shrink) shrink=1; shift ;;
     --) shift; break ;;
     *) break ;;
   esac
 done
-usage="usage: launch/multinode.sh --hostfile FILE [-n N] [--oversubscribe] -- SUBCOMMAND [ARGS]"
-[ -n "$hostfile" ] || { echo "multinode.sh: --hostfile FILE is required; $usage" >&2; exit 2; }
-[ -r "$hostfile" ] || { echo "multinode.sh: cannot read hostfile $hostfile" >&2; exit 2; }
+usage="usage: launch/multinode.sh --hostfile FILE [-n N] [--oversubscribe] [--spares K] [--max-restarts N] [--shrink] -- SUBCOMMAND [ARGS]"
+die() { echo "multinode.sh: $*" >&2; exit 2; }
+[ -n "$hostfile" ] || die "--hostfile FILE is required; $usage"
+[ -r "$hostfile" ] || die "cannot read hostfile $hostfile"
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
-if [[ " ${pass[*]} " != *" -n "* ]]; then
-  slots=$(sed -n 's/^[^#]*slots=\([0-9][0-9]*\).*/\1/p' "$hostfile" | awk '{s += $1} END {print s + 0}')
-  [ "$slots" -gt 0 ] || { echo "multinode.sh: no 'slots=N' in $hostfile; give -n N" >&2; exit 2; }
-  pass+=(-n "$slots")
-fi
 for v in NCCL_SOCKET_IFNAME OMPI_MCA_btl_tcp_if_include NCCL_DEBUG; do
   [ -n "${!v:-}" ] && echo "multinode.sh: $v=${!v}" >&2
 done
-# local.sh passes the network variables above (when set) with -x and adds --hostfile.
-exec "$here/local.sh" "${pass[@]}" --hostfile "$hostfile" -- "$@"
+if [ -z "$spares$max_restarts" ] && [ "$shrink" = 0 ]; then
+  if [ -n "$n_user" ]; then pass+=(-n "$n_user"); else
+    slots=$(sed -n 's/^[^#]*slots=\([0-9][0-9]*\).*/\1/p' "$hostfile" | awk '{s += $1} END {print s + 0}')
+    [ "$slots" -gt 0 ] || die "no 'slots=N' in $hostfile; give -n N"
+    pass+=(-n "$slots")
+  fi
+  # local.sh passes the network variables above (when set) with -x and adds --hostfile.
+  exec "$here/local.sh" "${pass[@]}" --hostfile "$hostfile" -- "$@"
+fi
+
+# --- restarts: check everything before anything starts -------------------------------------------
+for o in "--spares:$spares" "--max-restarts:$max_restarts" "-n:$n_user"; do
+  [ -z "${o#*:}" ] || [[ "${o#*:}" =~ ^[0-9]+$ ]] || die "${o%%:*} ${o#*:}: expected a number >= 0"
+done
+spares=${spares:-0} max_restarts=${max_restarts:-$spares}
+[ "$max_restarts" -gt 0 ] || die "--spares/--shrink restart the job after a failure: give --max-restarts N (N >= 1)"
+[ "$1" = train ] || die "--spares/--max-restarts/--shrink restart \`train\` (from its --ckpt-dir), not $1"
+args=("$@")
+ckpt=$(rl_arg --ckpt-dir "${args[@]}")
+[ -n "$ckpt" ] || die "--spares/--max-restarts need --ckpt-dir DIR in the train arguments (a restart resumes from its newest checkpoint)"
+resume=$(rl_arg --resume "${args[@]}")
+[ -z "$resume" ] || [ "$resume" = auto ] || die "restarts resume from the newest checkpoint (--resume auto, the default); drop --resume $resume"
+[ "$shrink" = 0 ] || [[ "$(rl_arg --batch-size "${args[@]}")" =~ ^[1-9][0-9]*$ ]] ||
+  die "--shrink keeps the global batch by scaling the per-rank --batch-size: give --batch-size N in the train arguments"
+hosts=() lines=()  # the hostfile's hosts, in order, and their lines
+while read -r line; do
+  line=${line%%#*}
+  [ -n "${line// /}" ] || continue
+  [[ "$line" =~ slots=[0-9]+ ]] || die "$hostfile: '$line' has no slots=N (restarts map ranks to hosts by their slots)"
+  hosts+=("${line%% *}") lines+=("$line")
+done <"$hostfile"
+[ "${#hosts[@]}" -ge $((spares + 1)) ] ||
+  die "--spares $spares needs at least $((spares + 1)) hosts in $hostfile (the last $spares are spares, and one must run the job); it has ${#hosts[@]}"
+active=() spare_q=()
+for ((i = 0; i < ${#hosts[@]}; i++)); do
+  if [ "$i" -lt $((${#hosts[@]} - spares)) ]; then active+=("$i"); else spare_q+=("$i"); fi
+done
+slots_of() { local l=${lines[$1]#*slots=}; echo "${l%%[^0-9]*}"; }
+local_host() { case "$1" in "$(hostname)" | "$(hostname -s)" | localhost | 127.0.0.1) return 0 ;; *) return 1 ;; esac; }
+n_ranks=$n_user
+if [ -z "$n_ranks" ]; then n_ranks=0; for i in "${active[@]}"; do n_ranks=$((n_ranks + $(slots_of "$i"))); done; fi
+
+# layout: host index of every rank (ranks fill the hosts in file order, slots=N each, the host
+# mpirun runs on first when listed, as Open MPI maps them); sets rank_host.
+layout() {
+  local order=() i r=0 total=0 k
+  for i in "${active[@]}"; do local_host "${hosts[$i]}" && order+=("$i"); done
+  for i in "${active[@]}"; do local_host "${hosts[$i]}" || order+=("$i"); done
+  rank_host=()
+  for i in "${order[@]}"; do total=$((total + $(slots_of "$i"))); done
+  while [ "$r" -lt "$n_ranks" ] && [ "$total" -gt 0 ]; do
+    for i in "${order[@]}"; do
+      for ((k = 0; k < $(slots_of "$i") && r < n_ranks; k++)); do rank_host[r]=$i; r=$((r + 1)); done
+    done
+  done
+}
+# probe HOST_INDEX...: prints the indices of the hosts that do not answer through the remote shell.
+probe() {
+  local agent=${OMPI_MCA_plm_rsh_agent:-ssh} t=${HPCTRAIN_PROBE_TIMEOUT:-5} i pids=() cmd
+  agent=${agent%%:*}
+  read -ra cmd <<<"$agent"
+  [ "$(basename "${cmd[0]}")" = ssh ] && cmd+=(-o BatchMode=yes -o ConnectTimeout="$t")
+  for i in "$@"; do
+    if local_host "${hosts[$i]}"; then pids+=(""); continue; fi
+    timeout "$t" "${cmd[@]}" "${hosts[$i]}" true </dev/null >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  local k=0
+  for i in "$@"; do
+    [ -z "${pids[$k]}" ] || wait "${pids[$k]}" || echo "$i"
+    k=$((k + 1))
+  done
+}
+names() { local i out=(); for i in "$@"; do out+=("${hosts[$i]}"); done; local IFS=,; echo "${out[*]}"; }
+plural() { [ "$1" -gt 1 ] && echo "$2s" || echo "$2"; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/multinode.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+attempt=0
+while :; do
+  for i in "${active[@]}"; do echo "${lines[$i]}"; done >"$tmp/hosts"
+  layout
+  log="$tmp/stderr.$attempt"
+  : >"$log"
+  "$here/local.sh" ${pass[@]+"${pass[@]}"} -n "$n_ranks" --hostfile "$tmp/hosts" -- "${args[@]}" 2>"$log" &
+  job=$!
+  tail -s 0.2 -n +1 -f --pid="$job" "$log" >&2 &
+  shown=$!
+  rl_wait "$job"
+  rc=$RL_RC failed_at=$(date +%s.%N)
+  wait "$shown" 2>/dev/null || true
+  rl_restartable "$rc" || exit "$rc"
+  if [ "$attempt" -ge "$max_restarts" ]; then
+    echo "multinode.sh: the job ended with exit $rc after $attempt restart(s) (--max-restarts $max_restarts): giving up" >&2
+    exit "$rc"
+  fi
+  attempt=$((attempt + 1))
+  why=$(rl_cause "$rc")
+  grep -q "ORTE has lost communication with a remote daemon" "$log" && why="mpirun lost a remote daemon"
+  # Who failed, by the job's own words: silent ranks (watchdog), lost daemons and killed ranks (mpirun).
+  said=$(sed -n 's/.*ranks that did not answer (dead, or hung with their watchdog): \([0-9,]*\).*/\1/p' "$log" | tr ',' '\n')
+  said+=$'\n'$(sed -n 's/.*process rank \([0-9]*\) with PID .* on node .* exited on signal.*/\1/p' "$log")
+  said_hosts=$(sed -n 's/.*Remote daemon: .* on node \([^ ]*\).*/\1/p' "$log")
+  for r in $said; do [ -n "${rank_host[$r]:-}" ] && said_hosts+=$'\n'"${hosts[${rank_host[$r]}]}"; done
+  # ... confirmed by probing every host and spare: the hosts that do not answer are lost.
+  mapfile -t dead < <(probe "${active[@]}" "${spare_q[@]}")
+  lost=() keep=() bad_spares=() new=()
+  for i in "${active[@]}"; do if [[ " ${dead[*]} " == *" $i "* ]]; then lost+=("$i"); else keep+=("$i"); fi; done
+  lost_ranks=()
+  for r in "${!rank_host[@]}"; do [[ " ${lost[*]} " == *" ${rank_host[$r]} "* ]] && lost_ranks+=("$r"); done
+  from=$(rl_resume_from train "$ckpt")
+  if [ "${#lost[@]}" = 0 ]; then
+    named=$(echo "$said_hosts" | sort -u | grep . | paste -sd, || true)
+    echo "multinode.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why${named:+; reported: $named}), every host answers: same hosts; resuming from $from" >&2
+    rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at" '"lost_hosts":[],"lost_ranks":[]'
+    continue
+  fi
+  what="$(plural ${#lost[@]} host) $(names "${lost[@]}") lost ($(plural ${#lost_ranks[@]} rank) $(IFS=,; echo "${lost_ranks[*]}"))"
+  extra="\"lost_hosts\":$(rl_json_list $(names "${lost[@]}" | tr , ' ')),\"lost_ranks\":$(rl_json_list "${lost_ranks[@]}")"
+  # Replace each lost host by the next spare that answers; a spare that does not is dropped.
+  while [ "${#new[@]}" -lt "${#lost[@]}" ] && [ "${#spare_q[@]}" -gt 0 ]; do
+    s=${spare_q[0]}; spare_q=("${spare_q[@]:1}")
+    if [[ " ${dead[*]} " == *" $s "* ]]; then bad_spares+=("$s"); else new+=("$s"); fi
+  done
+  skipped=""
+  [ "${#bad_spares[@]}" = 0 ] || skipped=" ($(plural ${#bad_spares[@]} spare) $(names "${bad_spares[@]}") unreachable, skipped)"
+  if [ "${#new[@]}" = "${#lost[@]}" ]; then
+    active=("${keep[@]}" "${new[@]}")
+    echo "multinode.sh: restart $attempt/$max_restarts: $what, replaced by $(plural ${#new[@]} spare) $(names "${new[@]}")$skipped; resuming from $from" >&2
+    rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at" "$extra,\"replaced_by\":$(rl_json_list $(names "${new[@]}" | tr , ' '))"
+    continue
+  fi
+  nospare="no spare left${skipped}"
+  [ "${#new[@]}" = 0 ] || nospare="only ${#new[@]} spare(s) left ($(names "${new[@]}"))$skipped"
+  if [ "$shrink" = 0 ]; then
+    echo "multinode.sh: $what, $nospare (--shrink would go on with the remaining hosts): giving up, exit $rc" >&2
+    exit "$rc"
+  fi
+  active=("${keep[@]}" "${new[@]}")
+  n_old=$n_ranks
+  n_ranks=$((n_ranks - ${#lost_ranks[@]}))
+  [ -z "$n_user" ] || n_user=$n_ranks
+  for i in "${new[@]}"; do n_ranks=$((n_ranks + $(slots_of "$i"))); done
+  b=$(rl_arg --batch-size "${args[@]}") accum=$(rl_arg --grad-accum "${args[@]}")
+  g=$((b * n_old))
+  if [ "$n_ranks" -lt 1 ] || [ $((g % n_ranks)) != 0 ] || [ $(((g / n_ranks) % ${accum:-1})) != 0 ]; then
+    reason="global batch $g (--batch-size $b x $n_old ranks) does not divide over $n_ranks ranks"
+    [ "$n_ranks" -lt 1 ] || [ $((g % n_ranks)) != 0 ] || reason="--grad-accum $accum does not divide the new per-rank batch $((g / n_ranks))"
+    echo "multinode.sh: $what, $nospare; cannot shrink to $n_ranks rank(s): $reason: giving up, exit $rc" >&2
+    exit "$rc"
+  fi
+  rl_set_arg --batch-size $((g / n_ranks)) "${args[@]}"
+  args=("${RL_ARGS[@]}")
+  echo "multinode.sh: restart $attempt/$max_restarts: $what, $nospare: shrunk to $(names "${active[@]}") with $n_ranks rank(s), --batch-size $b -> $((g / n_ranks)) (global batch $g kept); resuming from $from" >&2
+  rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at" \
+    "$extra,\"shrunk_to\":{\"hosts\":$(rl_json_list $(names "${active[@]}" | tr , ' ')),\"ranks\":$n_ranks,\"batch_size\":$((g / n_ranks))}"
+done
