@@ -15,13 +15,27 @@ namespace {
 struct BenchArgs {
   int64_t min_bytes = 4 << 10, max_bytes = 256 << 20;
   int iters = 20;
+  std::string allreduce = "auto", dtype = "fp32";
+  double link_gbit = 0;  // each host's link rate, for the fraction of the physical limit
 };
+
+// The least time any allreduce of `bytes` can take over hosts whose links carry `gbit`: each
+// host must send (and receive) 2 (H-1)/H of the buffer. 0 when there is no link to cross.
+double link_limit_us(int64_t bytes, int hosts, double gbit) {
+  if (hosts < 2 || gbit <= 0) return 0;
+  return 2.0 * (hosts - 1) / hosts * bytes * 8 / (gbit * 1e9) * 1e6;
+}
 
 int bench(World& w, const std::string& op, const BenchArgs& a) {
   if (a.min_bytes <= 0 || a.max_bytes < a.min_bytes || a.iters <= 0)
     throw CollectiveError("bench " + op + ": need 0 < --min-bytes <= --max-bytes and --iters > 0");
-  MpiCommunicator comm(w.mpi_comm());
-  for (const auto& r : bench_collective(comm, op, a.min_bytes, a.max_bytes, a.iters)) {
+  if (a.dtype != "fp32" && a.dtype != "bf16") throw CollectiveError("bench: --dtype " + a.dtype + " is not fp32|bf16");
+  CommSettings cs = CommSettings::from_env();
+  cs.allreduce = parse_allreduce_algo(a.allreduce);
+  MpiCommunicator comm(w.mpi_comm(), cs);
+  if (w.rank() == 0)
+    for (const auto& line : comm.describe_algorithms()) std::fprintf(stderr, "bench: %s\n", line.c_str());
+  for (const auto& r : bench_collective(comm, op, a.min_bytes, a.max_bytes, a.iters, a.dtype == "bf16")) {
     if (w.rank() != 0) continue;
     nlohmann::json j = {{"op", op},
                         {"world_size", w.size()},
@@ -33,7 +47,14 @@ int bench(World& w, const std::string& op, const BenchArgs& a) {
                         {"mpi_time_us", r.mpi_time_us},
                         {"mpi_algbw_GBps", r.mpi_algbw_GBps},
                         {"mpi_busbw_GBps", r.mpi_busbw_GBps},
-                        {"busbw_ratio", r.mpi_busbw_GBps > 0 ? r.busbw_GBps / r.mpi_busbw_GBps : 0}};
+                        {"busbw_ratio", r.mpi_busbw_GBps > 0 ? r.busbw_GBps / r.mpi_busbw_GBps : 0},
+                        {"allreduce", a.allreduce},
+                        {"dtype", a.dtype}};
+    if (double lim = link_limit_us(r.bytes, w.node_count(), a.link_gbit); lim > 0 && op == "allreduce") {
+      j["link_limit_us"] = lim;
+      j["link_frac"] = lim / r.time_us;
+      j["mpi_link_frac"] = lim / r.mpi_time_us;
+    }
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }
@@ -53,6 +74,14 @@ void add(CLI::App& root, Action& chosen) {
     ar->add_option("--min-bytes", args->min_bytes, "smallest message in bytes");
     ar->add_option("--max-bytes", args->max_bytes, "largest message in bytes");
     ar->add_option("--iters", args->iters, "iterations per size at <= 4 MiB (fewer above)");
+    ar->add_option("--allreduce", args->allreduce, "our reduction path: auto, flat or hierarchical")
+        ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
+    if (std::string(name) == "allreduce") {
+      ar->add_option("--dtype", args->dtype, "fp32, or bf16 (16 bits on the wire)")->check(CLI::IsMember({"fp32", "bf16"}));
+      ar->add_option("--link-gbit", args->link_gbit,
+                     "each host's link rate in Gbit/s: adds link_limit_us (the least time any allreduce needs, "
+                     "2(H-1)/H of the bytes per host) and link_frac (that / ours)");
+    }
     std::string op = name;
     ar->callback([&chosen, args, op] { chosen = [args, op](World& w) { return bench(w, op, *args); }; });
   }

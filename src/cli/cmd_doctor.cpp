@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "comm/mpi/mpi_communicator.h"
 #include "comm/nccl/nccl_communicator.h"
 #include "comm/open_run.h"
 #include "comm/small_collectives.h"
+#include "diag/bench.h"
 #include "diag/host_pairs.h"
 #include "diag/selftest.h"
 #include "io/h5_util.h"
@@ -102,8 +104,32 @@ void print_network(const std::vector<nlohmann::json>& reports, const std::vector
   if (pairs.empty()) std::printf("network: one host, no host pairs to measure\n");
 }
 
-int doctor(World& w, const std::string& device_spec) {
-  RunContext run = open_run(w, device_spec);
+// Which algorithm each CPU collective uses and why; across hosts, what a 16 MiB allreduce
+// reaches on each host's link next to the slowest host pair's measured bandwidth.
+void print_algorithms(World& w, DeviceRouter& comm, const std::vector<HostPairBandwidth>& pairs) {
+  if (w.rank() == 0)
+    for (const auto& line : comm.describe_algorithms()) std::printf("collectives: %s\n", line.c_str());
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm.backend(c10::kCPU));
+  if (!mpi) return;
+  if (w.node_count() < 2 || w.size() < 2) return;
+  const int64_t bytes = 16 << 20;
+  auto rows = bench_collective(*mpi, "allreduce", bytes, bytes, 5);
+  if (w.rank() != 0 || rows.empty()) return;
+  const double h = w.node_count(), per_host = 2.0 * (h - 1) / h * rows[0].bytes;  // each host's share on its link
+  double slowest = 0;
+  for (const auto& p : pairs) slowest = slowest == 0 ? p.GBps : std::min(slowest, p.GBps);
+  std::printf("collectives: allreduce 16 MiB: %.0f us, %.2f GB/s on each host's link (bare MPI_Allreduce %.0f us); "
+              "slowest host pair measured %.2f GB/s%s\n",
+              rows[0].time_us, per_host / (rows[0].time_us * 1e-6) / 1e9, rows[0].mpi_time_us, slowest,
+              slowest > 0 ? (" -> " + std::to_string(static_cast<int>(100 * per_host / (rows[0].time_us * 1e-6) / 1e9 /
+                                                                      slowest)) + "% of it").c_str()
+                          : "");
+}
+
+int doctor(World& w, const std::string& device_spec, const std::string& allreduce) {
+  CommSettings cs = CommSettings::from_env();
+  cs.allreduce = parse_allreduce_algo(allreduce);
+  RunContext run = open_run(w, device_spec, cs);
   const DeviceChoice& dev = run.dev;
   DeviceRouter& comm = *run.comm;
 
@@ -116,6 +142,7 @@ int doctor(World& w, const std::string& device_spec) {
     print_table(reports, w.node_count());
     print_network(reports, pairs);
   }
+  print_algorithms(w, comm, pairs);
 
   int failed = 0;
   std::vector<c10::Device> devices = {c10::Device(c10::kCPU)};
@@ -142,7 +169,10 @@ void add(CLI::App& root, Action& chosen) {
   auto* cmd = root.add_subcommand("doctor", "report ranks, devices, libraries; self-test collectives");
   auto device = std::make_shared<std::string>("auto");
   cmd->add_option("--device", *device, "device of every rank")->type_name("auto|cpu|cuda|cuda:N");
-  cmd->callback([&chosen, device] { chosen = [device](World& w) { return doctor(w, *device); }; });
+  auto algo = std::make_shared<std::string>("auto");
+  cmd->add_option("--allreduce", *algo, "CPU allreduce path to report and measure: auto, flat or hierarchical")
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
+  cmd->callback([&chosen, device, algo] { chosen = [device, algo](World& w) { return doctor(w, *device, *algo); }; });
 }
 
 CommandRegistrar reg(10, add);

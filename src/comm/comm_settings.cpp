@@ -9,6 +9,22 @@
 
 namespace hpctrain {
 
+const char* to_string(AllreduceAlgo a) {
+  switch (a) {
+    case AllreduceAlgo::kAuto: return "auto";
+    case AllreduceAlgo::kFlat: return "flat";
+    case AllreduceAlgo::kHierarchical: return "hierarchical";
+  }
+  return "auto";
+}
+
+AllreduceAlgo parse_allreduce_algo(const std::string& s) {
+  if (s == "auto") return AllreduceAlgo::kAuto;
+  if (s == "flat") return AllreduceAlgo::kFlat;
+  if (s == "hierarchical") return AllreduceAlgo::kHierarchical;
+  throw CollectiveError("allreduce algorithm '" + s + "' is not one of flat|hierarchical|auto");
+}
+
 CommSettings CommSettings::from_env() {
   CommSettings s;
   if (const char* v = std::getenv("HPCTRAIN_COLLECTIVE_TIMEOUT"); v && *v) {

@@ -13,14 +13,27 @@
 //   variable (the launcher gives every rank the same environment).
 //   `hpctrain train` folds these into its config (train/config.h: flags > TOML > env >
 //   defaults) and hands the result to the communicators.
+// - allreduce: how the MPI backend reduces across hosts (comm/mpi/hier_allreduce.h).
+//   kAuto: hierarchical when the world spans several hosts and some host has more than one
+//   rank, else flat. kFlat / kHierarchical force one (for measurement). Every rank must pass the
+//   same value (the communicator checks it and throws CollectiveError otherwise).
 #pragma once
 
+#include <string>
+
 namespace hpctrain {
+
+enum class AllreduceAlgo { kAuto, kFlat, kHierarchical };
+
+// "auto", "flat", "hierarchical"; parse_allreduce_algo throws CollectiveError for anything else.
+const char* to_string(AllreduceAlgo a);
+AllreduceAlgo parse_allreduce_algo(const std::string& s);
 
 struct CommSettings {
   static constexpr double kDefaultTimeoutS = 300;
   double collective_timeout_s = kDefaultTimeoutS;
   bool debug_collectives = false;
+  AllreduceAlgo allreduce = AllreduceAlgo::kAuto;
 
   static CommSettings from_env();
 };

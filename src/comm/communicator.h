@@ -7,8 +7,10 @@
 //   library). `tag` names the caller ("ddp.bucket[3]", "sampler") for watchdog and desync
 //   reports; it is never compared for correctness unless desync checking is on.
 // - Tensors must be contiguous and stay alive and untouched until wait() returns.
-// - Dtypes: float32, float64, float16, bfloat16 (reduced in float32, then rounded once), int32,
-//   int64, uint8 (broadcast/allgather only for uint8). kAvg needs a floating dtype.
+// - Dtypes: float32, float64, float16, bfloat16 (reduced in float32 and rounded once inside a
+//   host; sums across hosts may round once per combine, as NCCL's do: the MPI backend sends them
+//   as 16 bits), int32, int64, uint8 (broadcast/allgather only for uint8). kAvg needs a
+//   floating dtype.
 // - reduce_scatter and allgather_into work on one flat buffer split into size() equal blocks,
 //   block r belonging to rank r (ZeRO's gradient and parameter exchange). Every backend has a
 //   native implementation (MPI_Reduce_scatter_block / MPI_Allgather, ncclReduceScatter /

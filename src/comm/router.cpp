@@ -20,6 +20,13 @@ DeviceRouter::DeviceRouter(MPI_Comm parent, int cuda_device, CommSettings settin
 
 DeviceRouter::~DeviceRouter() = default;
 
+std::vector<std::string> DeviceRouter::describe_algorithms() const {
+  std::vector<std::string> lines;
+  if (auto* m = dynamic_cast<const MpiCommunicator*>(mpi_.get())) lines = m->describe_algorithms();
+  if (nccl_) lines.push_back("CUDA tensors: NCCL (its own rings and trees inside and across hosts)");
+  return lines;
+}
+
 int DeviceRouter::rank() const { return mpi_->rank(); }
 int DeviceRouter::size() const { return mpi_->size(); }
 c10::DeviceType DeviceRouter::device_type() const { return nccl_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU; }

@@ -43,6 +43,9 @@ class DeviceRouter final : public Communicator, public LinkProber, public StepRe
 
   // The watchdog of this rank; nullptr when the timeout is off.
   Watchdog* watchdog() const { return watchdog_.get(); }
+  // One line per collective of the MPI backend (MpiCommunicator::describe_algorithms), then one
+  // for NCCL when it is up.
+  std::vector<std::string> describe_algorithms() const;
 
   // The backend for a device type; throws if none serves it.
   Communicator& backend(c10::DeviceType type);

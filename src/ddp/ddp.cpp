@@ -77,6 +77,7 @@ DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTenso
   auto first = static_cast<int64_t>(opts_.first_bucket_mb * 1048576.0);
   BucketPlan plan = make_bucket_plan(specs, cap, first);
   ReducerOptions ro{opts_.find_unused_parameters};
+  ro.comm_dtype = opts_.grad_comm_dtype;
   if (opts_.zero) {
     for (const auto& sp : specs)
       if (sp.dtype != specs[0].dtype)

@@ -44,6 +44,8 @@ struct DdpOptions {
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
   bool zero = false;  // ZeRO-1: shard the gradient reduction (see contract)
+  // Gradients travel in this dtype (kBFloat16/kHalf halve the bytes; Undefined: their own dtype).
+  at::ScalarType grad_comm_dtype = at::ScalarType::Undefined;
 };
 
 struct DdpStepStats {

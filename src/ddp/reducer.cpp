@@ -32,6 +32,14 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
     int64_t numel = z ? z->buckets[b].padded : bk.numel;  // padding stays zero
     buffers_.push_back(at::zeros({numel}, first.options().requires_grad(false)));
     if (z) grad_blocks_.push_back(grad_shard_.narrow(0, z->shard_offset(b), z->buckets[b].block));
+    const at::ScalarType cd = opts_.comm_dtype;
+    if (cd != at::ScalarType::Undefined && cd != first.scalar_type() && comm_.size() > 1) {
+      if (!at::isFloatingType(cd) || !at::isFloatingType(first.scalar_type()))
+        throw Error(std::string("DDP: gradients of dtype ") + c10::toString(first.scalar_type()) +
+                    " cannot be communicated as " + c10::toString(cd));
+      comm_bufs_.push_back(at::zeros({numel}, first.options().dtype(cd).requires_grad(false)));
+      if (z) comm_blocks_.push_back(at::zeros({z->buckets[b].block}, first.options().dtype(cd).requires_grad(false)));
+    }
     for (size_t s = 0; s < bk.params.size(); ++s) {
       size_t i = bk.params[s];
       slots_[i] = buffers_[b].narrow(0, bk.offsets[s], params_[i].numel()).view(params_[i].sizes());
@@ -91,12 +99,16 @@ void Reducer::launch_ready_locked() {
         grad_blocks_[b].copy_(buffers_[b]);
         continue;
       }
-      works_.push_back(comm_.reduce_scatter(buffers_[b], grad_blocks_[b], ReduceOp::kSum,
+      if (!comm_bufs_.empty()) comm_bufs_[b].copy_(buffers_[b]);
+      works_.push_back(comm_.reduce_scatter(comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b],
+                                            comm_bufs_.empty() ? grad_blocks_[b] : comm_blocks_[b], ReduceOp::kSum,
                                             "zero.grad_bucket[" + std::to_string(b) + "]"));
       continue;
     }
     if (comm_.size() == 1) continue;  // a world of one has nothing to reduce
-    works_.push_back(comm_.allreduce(buffers_[b], ReduceOp::kSum, "ddp.bucket[" + std::to_string(b) + "]"));
+    if (!comm_bufs_.empty()) comm_bufs_[b].copy_(buffers_[b]);
+    works_.push_back(comm_.allreduce(comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b], ReduceOp::kSum,
+                                     "ddp.bucket[" + std::to_string(b) + "]"));
   }
 }
 
@@ -133,9 +145,13 @@ void Reducer::finalize() {
     for (auto& w : works) w->wait();
   }
   stats_.finalize_wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t b = 0; b < comm_bufs_.size(); ++b)  // reduced in comm_dtype: back into the gradients
+    (opts_.zero ? grad_blocks_[b] : buffers_[b]).copy_(opts_.zero ? comm_blocks_[b] : comm_bufs_[b]);
   stats_.buckets = static_cast<int>(plan_.buckets.size());
   stats_.bytes_reduced = 0;
   for (auto& b : plan_.buckets) stats_.bytes_reduced += b.bytes;
+  if (!comm_bufs_.empty())  // what crossed: the comm dtype's bytes
+    stats_.bytes_reduced = stats_.bytes_reduced / buffers_[0].element_size() * comm_bufs_[0].element_size();
   // Re-bind any .grad a user replaced meanwhile (cheap pointer checks).
   for (size_t i = 0; i < params_.size(); ++i)
     if (!params_[i].grad().is_same(slots_[i])) params_[i].mutable_grad() = slots_[i];

@@ -16,6 +16,11 @@
 //   and reduce-scattered instead of allreduced, in the same order and at the same moments; after
 //   finalize() grad_shard() holds this rank's block of every bucket (averaged, concatenated in
 //   bucket order), while the parameters' .grad keep the local, unreduced gradients.
+// - comm_dtype (bfloat16/float16 for float32 gradients): a launched bucket is cast into a
+//   persistent buffer of that dtype (after the 1/world scaling), reduced in it (the
+//   communicator sums each combine in float32 where it can: comm/communicator.h), and cast back
+//   in finalize(); the averaged gradient is then rounded to that dtype. A world of one casts
+//   nothing. Undefined or the gradients' own dtype: no cast.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -34,6 +39,7 @@ struct ZeroPartition;
 struct ReducerOptions {
   bool find_unused_parameters = false;
   const ZeroPartition* zero = nullptr;  // ZeRO-1: reduce-scatter over this partition
+  at::ScalarType comm_dtype = at::ScalarType::Undefined;  // reduce in this dtype (see contract)
 };
 
 struct ReducerStats {
@@ -75,6 +81,8 @@ class Reducer {
   double scale_;
 
   std::vector<at::Tensor> buffers_;      // one flat buffer per bucket (padded under ZeRO)
+  std::vector<at::Tensor> comm_bufs_;    // comm_dtype: per bucket, what is reduced (empty: buffers_)
+  std::vector<at::Tensor> comm_blocks_;  // comm_dtype under ZeRO: per bucket, the reduced block
   at::Tensor grad_shard_;                // ZeRO: this rank's reduced blocks
   std::vector<at::Tensor> grad_blocks_;  // ZeRO: per bucket, a view of grad_shard_
   std::vector<at::Tensor> slots_;        // per parameter: a view of its bucket, param-shaped

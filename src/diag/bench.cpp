@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 
+#include "comm/mpi/half_sum.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "runtime/check.h"
 
@@ -40,25 +41,30 @@ std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t mi
 }
 
 std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op, int64_t min_bytes,
-                                                int64_t max_bytes, int iters) {
+                                                int64_t max_bytes, int iters, bool bf16) {
   if (op != "allreduce" && op != "reduce_scatter" && op != "allgather")
     throw Error("bench: unknown collective " + op + " (allreduce, reduce_scatter, allgather)");
+  if (bf16 && op != "allreduce") throw Error("bench " + op + ": bfloat16 is measured for allreduce only");
+  const int64_t elem = bf16 ? 2 : 4;
   std::vector<AllreduceBenchRow> rows;
   const int n = comm.size();
   const double bus = n == 1 ? 1.0 : op == "allreduce" ? 2.0 * (n - 1) / n : double(n - 1) / n;
   MPI_Comm raw = comm.raw();
   for (int64_t bytes = std::max<int64_t>(min_bytes, 4 * n); bytes <= max_bytes; bytes *= 2) {
-    int64_t block = bytes / 4 / n, count = op == "allreduce" ? bytes / 4 : block * n;
+    int64_t block = bytes / elem / n, count = op == "allreduce" ? bytes / elem : block * n;
     // Fresh buffers per size, so no size benefits from an earlier one's cache state.
-    at::Tensor ours = at::ones({count}, at::kFloat), bare = at::ones({count}, at::kFloat);
+    const at::ScalarType dt = bf16 ? at::kBFloat16 : at::kFloat;
+    at::Tensor ours = at::ones({count}, dt), bare = at::ones({count}, dt);
     at::Tensor ours_out = at::empty({block}), bare_out = at::empty({block});
     int64_t scaled = iters * int64_t(4 << 20) / std::max<int64_t>(bytes, 4 << 20);
     int it = static_cast<int>(std::max<int64_t>(5, scaled));
     std::function<void()> run_ours, run_bare;
     if (op == "allreduce") {
       run_ours = [&] { comm.allreduce(ours, ReduceOp::kSum, "bench")->wait(); };
-      run_bare = [&] {
-        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, raw));
+      MPI_Datatype type = bf16 ? MPI_UINT16_T : MPI_FLOAT;
+      MPI_Op sum = bf16 ? half_sum_op(at::kBFloat16) : MPI_SUM;
+      run_bare = [&, type, sum] {
+        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), type, sum, raw));
       };
     } else if (op == "reduce_scatter") {
       run_ours = [&] { comm.reduce_scatter(ours, ours_out, ReduceOp::kSum, "bench")->wait(); };
@@ -81,7 +87,7 @@ std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std
       t_bare.push_back(timed(raw, it, run_bare) / it);
     }
     AllreduceBenchRow r;
-    r.bytes = count * 4;
+    r.bytes = count * elem;
     r.iters = it;
     r.time_us = median(t_ours) * 1e6;
     r.mpi_time_us = median(t_bare) * 1e6;

@@ -4,6 +4,8 @@
 // Bandwidths follow nccl-tests: `bytes` is the whole buffer (n blocks for reduce_scatter and
 // allgather), algbw = bytes / time, busbw = algbw * 2(n-1)/n for allreduce and
 // algbw * (n-1)/n for reduce_scatter and allgather.
+// Allreduce in bfloat16 (`bf16`): ours reduces a bfloat16 tensor (bytes/2 elements); bare MPI
+// runs MPI_Allreduce on the same bytes with the same 16-bit sum operator (comm/mpi/half_sum.h).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,6 @@ struct AllreduceBenchRow {
 std::vector<AllreduceBenchRow> bench_allreduce(MpiCommunicator& comm, int64_t min_bytes, int64_t max_bytes, int iters);
 // The same for `op`: "allreduce", "reduce_scatter" or "allgather" (else hpctrain::Error).
 std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std::string& op, int64_t min_bytes,
-                                                int64_t max_bytes, int iters);
+                                                int64_t max_bytes, int iters, bool bf16 = false);
 
 }  // namespace hpctrain

@@ -38,7 +38,7 @@ std::string markdown_table(const json& obj) {
 std::vector<std::pair<std::string, double>> tensorboard_scalars(const json& r) {
   std::vector<std::pair<std::string, double>> out;
   std::string type = r.value("type", "");
-  if (type != "train" && type != "eval" && type != "checkpoint") return out;
+  if (type != "train" && type != "eval" && type != "checkpoint" && type != "restart") return out;
   for (const auto& [k, v] : r.items()) {
     if (k == "step" || k == "epoch" || k == "type") continue;
     if (v.is_number()) {
@@ -71,6 +71,13 @@ void TensorBoardSink::record(const json& r) {
       file_->text(start_step_, "config", markdown_table(r.value("config", json::object())));
     } else if (type == "summary") {
       file_->text(last_step_, "summary", markdown_table(r.value("summary", json::object())));
+    } else if (type == "restart") {  // a text at the step it happened, and its numbers as scalars
+      int64_t step = r.value("step", last_step_);
+      last_step_ = std::max(last_step_, step);
+      json fields = r;
+      fields.erase("type");
+      file_->text(step, "restart", markdown_table(fields));
+      file_->scalars(step, tensorboard_scalars(r));
     } else {
       int64_t step = r.value("step", last_step_);
       last_step_ = std::max(last_step_, step);

@@ -2,7 +2,7 @@
 //
 // Contract:
 // - tensorboard_scalars(record) is the mapping, the same for every record it is fed: for a
-//   record of type train, eval or checkpoint, every numeric field except "step" and "epoch"
+//   record of type train, eval, checkpoint or restart, every numeric field except "step" and "epoch"
 //   becomes the scalar "<type>/<field>" (e.g. train/loss, eval/test_accuracy,
 //   checkpoint/stall_ms); a nested object's numeric fields become "<type>/<field>/<sub>"; the
 //   array "per_rank" (element r: rank r's numbers) becomes "rank/<r>/<sub>". Booleans, strings
@@ -13,7 +13,9 @@
 //   checkpoint this run resumed from (start_step), so resumed curves join without overlap.
 // - record(r): "config" -> text summary "config" (Markdown table of the effective config) at
 //   start_step; train/eval/checkpoint -> one Event with their scalars at r["step"];
-//   "summary" -> text summary "summary" at the run's last step. Every record is flushed, so a
+//   "summary" -> text summary "summary" at the run's last step; "restart" (a launcher restarted
+//   the job) -> text summary "restart" (its fields as a Markdown table) and its scalars
+//   (restart/recovery_s, restart/steps_lost, ...) at r["step"]. Every record is flushed, so a
 //   running job is visible live and a killed one loses at most the record being written.
 // - record() never throws. The first failed write (full disk, ...) prints one warning line on
 //   stderr and turns the sink off; the run goes on.

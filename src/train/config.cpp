@@ -240,6 +240,7 @@ CommSettings comm_settings(const TrainConfig& c) {
   CommSettings s;
   s.collective_timeout_s = c.collective_timeout;
   s.debug_collectives = c.debug_collectives;
+  s.allreduce = parse_allreduce_algo(c.allreduce);
   return s;
 }
 

@@ -64,6 +64,8 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(bool, sync_bn, false, "", "", kNoMin, kNoMax, false, "convert BatchNorm to SyncBatchNorm (not for TorchScript models)") \
   X(std::string, amp, "off", "", "off|bf16|fp16", kNoMin, kNoMax, false, "mixed precision") \
   X(double, bucket_mb, 25, "", "", 0, 1e6, true, "DDP bucket cap in MiB") \
+  X(std::string, grad_comm_dtype, "fp32", "", "fp32|bf16|fp16", kNoMin, kNoMax, false, "dtype gradients are reduced in: bf16/fp16 halve the bytes on the network (cast per bucket, summed in fp32 per combine, as PyTorch's bf16_compress_hook)") \
+  X(std::string, allreduce, "auto", "", "auto|flat|hierarchical", kNoMin, kNoMax, false, "CPU allreduce across hosts: hierarchical (in-host shared memory, then one rank per host and part across hosts), flat, or auto (hierarchical when several hosts have several ranks on some; hpctrain doctor shows the choice)") \
   X(int64_t, prefetch, 2, "", "", 0, 1024, false, "batches prefetched by the loader thread") \
   X(int64_t, data_in_memory_mb, 512, "", "", 0, 1 << 20, false, "read a data file whole into memory at its first batch when it is at most this many MiB (512 in all per process; 0: read every batch from the file)") \
   X(bool, augment, false, "", "", kNoMin, kNoMax, false, "random crop + flip augmentation") \

@@ -144,6 +144,7 @@ void Trainer::State::setup() {
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
+  if (world.size() > 1) rep->message("hpctrain train: " + comm->describe_algorithms().front());
   if (const DatasetInfo& inf = train->info(); inf.tokens) {
     char buf[300];
     std::snprintf(buf, sizeof buf,

@@ -114,6 +114,9 @@ void Trainer::State::build_model() {
   dopts.bucket_cap_mb = cfg.bucket_mb;
   dopts.broadcast_buffers = !cfg.sync_bn;
   dopts.zero = cfg.zero == 1;
+  dopts.grad_comm_dtype = cfg.grad_comm_dtype == "bf16"   ? at::kBFloat16
+                         : cfg.grad_comm_dtype == "fp16" ? at::kHalf
+                                                         : at::ScalarType::Undefined;
   ddp = std::make_unique<DistributedDataParallel>(model->named_parameters(), model->named_buffers(), *comm, dopts);
   for (auto& [name, p] : model->named_parameters())
     if (p.requires_grad()) params.push_back(p);

@@ -3,7 +3,7 @@ metrics JSONL of the runs that wrote it.
 
     tb_check.py TBDIR RUN.jsonl[:MAXSTEP] ... [--files N] [--ranks R] [--upto STEP]
 
-Each RUN.jsonl contributes its train/eval/checkpoint records (those with step <= MAXSTEP when
+Each RUN.jsonl contributes its train/eval/checkpoint/restart records (those with step <= MAXSTEP when
 given: a later run resumed from that step, so TensorBoard must have dropped the rest). Checks:
 - every file's TFRecord framing: both masked CRC-32Cs of every record, no trailing bytes;
 - EventAccumulator (purge of orphaned data on) shows exactly the expected tags, and per tag
@@ -71,7 +71,7 @@ def expected_scalars(runs):
         for line in open(path):
             r = json.loads(line)
             t = r["type"]
-            if t not in ("train", "eval", "checkpoint") or (maxstep and r["step"] > int(maxstep)):
+            if t not in ("train", "eval", "checkpoint", "restart") or (maxstep and r["step"] > int(maxstep)):
                 continue
             if A.upto is not None and r["step"] > A.upto:
                 continue

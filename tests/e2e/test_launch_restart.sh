@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e: `launch/local.sh --max-restarts N` on one host. Rank 1 is SIGKILLed mid-run (after the
 # checkpoint of step 20): the job restarts once, resumes from the newest checkpoint, finishes with
-# exit 0 and ends bitwise equal to an uninterrupted run, with a `restart` record in its metrics. A second kill with --max-restarts 0 (the
+# exit 0 and ends bitwise equal to an uninterrupted run, with a `restart` record in its metrics
+# and in TensorBoard (text + restart/* scalars). A second kill with --max-restarts 0 (the
 # default) is not restarted; bad input (exit 2) is never restarted; --resume none is refused.
 source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -13,7 +14,8 @@ L() { timeout 300 "$SRC/launch/local.sh" -n 2 --oversubscribe "$@"; }
 
 L -- "${common[@]}" --ckpt-dir "$WORK/ref" >"$WORK/ref.txt" 2>&1 || { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
 # Kill rank 1 once the metrics show step 25 (past the checkpoint of step 20).
-L --max-restarts 1 -- "${common[@]}" --ckpt-dir "$WORK/r" --metrics "$WORK/r.jsonl" >"$WORK/r.txt" 2>"$WORK/r.err" &
+L --max-restarts 1 -- "${common[@]}" --ckpt-dir "$WORK/r" --metrics "$WORK/r.jsonl" --tensorboard "$WORK/r-tb" \
+  >"$WORK/r.txt" 2>"$WORK/r.err" &
 JOB=$!
 wait_for_step "$WORK/r.jsonl" 25 120 || fail "no train record for step 25"
 signal_ranks KILL "$BIN train" 1
@@ -47,6 +49,21 @@ print(f"ok: restart record: resumed at step {r['resumed_step']}, {r['steps_lost'
 PY
 grep -q "hpctrain train: restart 1/1 after exit .*: resumed at step .* steps lost), training again" "$WORK/r.txt" ||
   { cat "$WORK/r.txt"; fail "no restart line from the trainer"; }
+# The same record in TensorBoard: a "restart" text at its step, and its numbers as restart/* scalars.
+"${HPCTRAIN_HOME:-$HOME/.cache/hpctrain}/venv/bin/python" - "$WORK/r-tb" "$WORK/r.jsonl" <<'PY' || fail "restart in TensorBoard"
+import json, sys
+from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+r = [json.loads(l) for l in open(sys.argv[2]) if '"restart"' in l][0]
+acc = pea.EventAccumulator(sys.argv[1], size_guidance={"tensors": 0})
+acc.Reload()
+texts = acc.Tensors("restart")
+assert [t.step for t in texts] == [r["step"]], [t.step for t in texts]
+md = texts[0].tensor_proto.string_val[0].decode()
+assert "| resumed_step | %d |" % r["resumed_step"] in md and "recovery_s" in md, md
+ev = acc.Tensors("restart/recovery_s")
+assert len(ev) == 1 and ev[0].step == r["step"], ev
+print(f"ok: TensorBoard has the restart text at step {r['step']} and restart/recovery_s")
+PY
 
 # Without --max-restarts the same kill ends the job (exit != 0), as before.
 L -- "${common[@]}" --ckpt-dir "$WORK/n" --metrics "$WORK/n.jsonl" >"$WORK/n.txt" 2>"$WORK/n.err" &

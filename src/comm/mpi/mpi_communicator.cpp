@@ -1,6 +1,8 @@
 // MpiCommunicator: every op is a closure run on the CommThread, with watchdog and fingerprint
-// hooks around it. Large buffers go in chunks (MPI counts are int); on one node reductions and
-// the float/int allgather_into take ShmAllreduce's sleeping path.
+// hooks around it. Large buffers go in chunks (MPI counts are int). Reductions and the float/int
+// allgather_into take one of three paths, chosen once at construction from the rank layout:
+// hierarchical (several hosts, some with several ranks: HierAllreduce), ShmAllreduce's sleeping
+// path (every rank on one host), or flat MPI. Half types cross hosts as 16 bits (half_sum.h).
 #include "comm/mpi/mpi_communicator.h"
 
 #include <ATen/ATen.h>
@@ -12,6 +14,8 @@
 
 #include "comm/desync.h"
 #include "comm/mpi/comm_thread.h"
+#include "comm/mpi/half_sum.h"
+#include "comm/mpi/hier_allreduce.h"
 #include "comm/mpi/shm_allreduce.h"
 #include "comm/watchdog.h"
 #include "runtime/check.h"
@@ -53,23 +57,45 @@ void check_reducible(at::ScalarType s, ReduceOp op, const char* what) {
 // MPI counts are int: large buffers go in chunks.
 constexpr int64_t kChunk = INT_MAX / 16;
 
-// On one node the shared-memory path (sleeping waits), else MPI_Allreduce.
-void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, MPI_Comm comm,
-                       ShmAllreduce* shm) {
-  if (shm && shm->allreduce(data, count, type, op)) return;
-  auto* p = static_cast<char*>(data);
+// The reduction paths of one communicator (at most one of hier and shm is set).
+struct Paths {
+  MPI_Comm comm = MPI_COMM_NULL;
+  ShmAllreduce* shm = nullptr;    // every rank on one host
+  HierAllreduce* hier = nullptr;  // several hosts, some with several ranks
+  bool multi_node = false;
+  // Half-type sums cross a network as 16 bits; inside one host they are staged in float32.
+  bool half_on_wire() const { return hier || (multi_node && !shm); }
+};
+
+void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, const Paths& p) {
+  if (p.hier && p.hier->allreduce(data, count, type, op)) return;
+  if (p.shm && p.shm->allreduce(data, count, type, op)) return;
+  auto* b = static_cast<char*>(data);
   for (int64_t off = 0; off < count; off += kChunk) {
     int n = static_cast<int>(std::min(kChunk, count - off));
-    HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + off * elem, n, type, op, comm));
+    HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, b + off * elem, n, type, op, p.comm));
   }
 }
 
-// Reduces a contiguous CPU tensor in place (staging half types through float32).
-void reduce_tensor(at::Tensor& t, ReduceOp op, int world, MPI_Comm comm, ShmAllreduce* shm) {
+// Reduces a contiguous CPU tensor in place. Half types: summed as 16 bits on the wire across
+// hosts (each combine in float32, rounded), otherwise staged through float32 and rounded once.
+void reduce_tensor(at::Tensor& t, ReduceOp op, int world, const Paths& p) {
   if (t.numel() == 0) return;
+  const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAvg;
+  if (is_half(t.scalar_type()) && sum && p.half_on_wire()) {
+    auto* d = static_cast<uint16_t*>(t.data_ptr());
+    if (p.hier) {
+      p.hier->sum_half(d, t.numel(), t.scalar_type());
+    } else {
+      for (int64_t off = 0; off < t.numel(); off += kChunk)
+        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, d + off, static_cast<int>(std::min(kChunk, t.numel() - off)),
+                                    MPI_UINT16_T, half_sum_op(t.scalar_type()), p.comm));
+    }
+    if (op == ReduceOp::kAvg) t.copy_(t.to(at::kFloat).div_(world));
+    return;
+  }
   at::Tensor buf = is_half(t.scalar_type()) ? t.to(at::kFloat) : t;
-  allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(), mpi_op(op), comm,
-                    shm);
+  allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(), mpi_op(op), p);
   if (op == ReduceOp::kAvg) buf.div_(world);
   if (!buf.is_same(t)) t.copy_(buf);
 }
@@ -101,7 +127,11 @@ struct MpiCommunicator::Impl {
   std::shared_ptr<Watchdog> watchdog;
   WatchdogLane* lane = nullptr;
   std::exception_ptr desync;          // set on the comm thread by the first failed fingerprint check
-  std::unique_ptr<ShmAllreduce> shm;  // all ranks on one node: allreduce without spinning
+  std::unique_ptr<ShmAllreduce> shm;    // all ranks on one node: allreduce without spinning
+  std::unique_ptr<HierAllreduce> hier;  // several hosts, some with several ranks
+  bool multi_node = false;
+  std::string algorithm;  // what describe_algorithms() reports
+  Paths paths() const { return Paths{comm, shm.get(), hier.get(), multi_node}; }
   CommThread thread;                  // declared last among users of `comm`; destroyed first (drains the queue)
 
   // Runs on the comm thread before each op. The lane starts first, so a hung fingerprint
@@ -129,7 +159,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings, std::sh
   impl_->comm = comm;
   HPC_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
   HPC_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
-  impl_->shm = ShmAllreduce::create(comm);
+  choose_paths(settings.allreduce);
   if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &impl_->debug_comm));
   if (!watchdog && settings.collective_timeout_s > 0)
     watchdog = std::make_shared<Watchdog>(parent, settings.collective_timeout_s);
@@ -149,6 +179,56 @@ MpiCommunicator::~MpiCommunicator() {
   if (debug != MPI_COMM_NULL) MPI_Comm_free(&debug);
 }
 
+// Collective: the layout decides (kAuto), or the setting forces a path; every rank must ask the same.
+void MpiCommunicator::choose_paths(AllreduceAlgo asked) {
+  MPI_Comm comm = impl_->comm, node = MPI_COMM_NULL;
+  int mine = static_cast<int>(asked), lo = 0, hi = 0;
+  HPC_MPI_CHECK(MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, comm));
+  HPC_MPI_CHECK(MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, comm));
+  if (lo != hi)
+    throw CollectiveError("ranks ask for different allreduce algorithms (" + std::string(to_string(AllreduceAlgo(lo))) +
+                          " and " + to_string(AllreduceAlgo(hi)) + "); give every rank the same --allreduce");
+  HPC_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, impl_->rank, MPI_INFO_NULL, &node));
+  HostLayout layout = HostLayout::of(comm, node);
+  impl_->multi_node = layout.hosts > 1;
+  const bool several_per_host = layout.max_local() > 1;
+  const bool hier = impl_->size > 1 && (asked == AllreduceAlgo::kHierarchical ||
+                                        (asked == AllreduceAlgo::kAuto && impl_->multi_node && several_per_host));
+  std::string why = asked != AllreduceAlgo::kAuto ? std::string("asked for (--allreduce ") + to_string(asked) + ")"
+                    : impl_->size == 1          ? "a world of one"
+                    : !impl_->multi_node        ? "every rank on one host"
+                    : !several_per_host         ? "one rank per host: nothing to reduce inside a host"
+                                                : "several hosts with several ranks on some";
+  if (hier) {
+    impl_->hier = HierAllreduce::create(comm, node);
+    impl_->algorithm = impl_->hier->describe() + " [" + why + "]";
+  } else {
+    impl_->shm = ShmAllreduce::create(comm);
+    impl_->algorithm = std::string("flat: ") + layout.text() + "; " +
+                       (impl_->shm ? "shared memory (sleeping waits)" : "MPI_Allreduce over all ranks") + " [" + why +
+                       "]";
+  }
+  HPC_MPI_CHECK(MPI_Comm_free(&node));
+}
+
+std::vector<std::string> MpiCommunicator::describe_algorithms() const {
+  const Impl& i = *impl_;
+  const bool reduced_by_path = i.hier || i.shm;
+  const char* half =
+      i.paths().half_on_wire() ? "bfloat16/float16 sums cross hosts as 16 bits (each combine in float32)"
+                               : "bfloat16/float16 reduced in float32, rounded once";
+  return {
+      "allreduce: " + i.algorithm,
+      std::string("reduce_scatter: ") +
+          (reduced_by_path ? "the allreduce above, then this rank's block" : "MPI_Reduce_scatter_block"),
+      std::string("allgather_into: ") +
+          (reduced_by_path ? "float/int: a sum of zero-padded blocks over the allreduce above; other types MPI_Allgather"
+                           : "MPI_Allgather"),
+      "broadcast, allgather, barrier: MPI (MPI_Bcast, MPI_Allgatherv, MPI_Barrier)",
+      std::string("half types: ") + half,
+  };
+}
+
 void MpiCommunicator::set_step(int64_t step) {
   if (impl_->watchdog) impl_->watchdog->set_step(step);
 }
@@ -162,11 +242,10 @@ MPI_Comm MpiCommunicator::raw() const { return impl_->comm; }
 WorkHandle MpiCommunicator::allreduce(at::Tensor t, ReduceOp op, std::string tag) {
   check_carriable(*this, t, "allreduce");
   check_reducible(t.scalar_type(), op, "allreduce");
-  MPI_Comm comm = impl_->comm;
+  Paths p = impl_->paths();
   int world = impl_->size;
-  ShmAllreduce* shm = impl_->shm.get();
   return impl_->thread.submit(make_op_info("allreduce", t, t.numel(), std::move(tag)),
-                              [t, op, world, comm, shm]() mutable { reduce_tensor(t, op, world, comm, shm); });
+                              [t, op, world, p]() mutable { reduce_tensor(t, op, world, p); });
 }
 
 WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, std::string tag) {
@@ -181,15 +260,14 @@ WorkHandle MpiCommunicator::allreduce(std::vector<at::Tensor> ts, ReduceOp op, s
   int64_t total = 0;
   for (auto& t : ts) total += t.numel();
   OpInfo info = make_op_info("allreduce", ts[0], total, std::move(tag));
-  MPI_Comm comm = impl_->comm;
+  Paths p = impl_->paths();
   int world = impl_->size;
-  ShmAllreduce* shm = impl_->shm.get();
-  return impl_->thread.submit(std::move(info), [ts, op, world, comm, shm]() mutable {
+  return impl_->thread.submit(std::move(info), [ts, op, world, p]() mutable {
     std::vector<at::Tensor> flat;
     flat.reserve(ts.size());
     for (auto& t : ts) flat.push_back(t.reshape({-1}));
     at::Tensor buf = at::cat(flat);
-    reduce_tensor(buf, op, world, comm, shm);
+    reduce_tensor(buf, op, world, p);
     int64_t off = 0;
     for (auto& t : ts) {
       t.view({-1}).copy_(buf.narrow(0, off, t.numel()));
@@ -256,19 +334,26 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor input, at::Tensor output, 
   check_flat_collective(*this, output, input, "reduce_scatter");
   check_reducible(input.scalar_type(), op, "reduce_scatter");
   int n = block_count(output.numel(), "reduce_scatter");
-  MPI_Comm comm = impl_->comm;
+  Paths p = impl_->paths();
   int world = impl_->size, rank = impl_->rank;
-  ShmAllreduce* shm = impl_->shm.get();
   return impl_->thread.submit(make_op_info("reduce_scatter", input, input.numel(), std::move(tag)),
-                              [input, output, op, n, world, rank, comm, shm]() mutable {
+                              [input, output, op, n, world, rank, p]() mutable {
                                 if (n == 0) return;
-                                if (shm) {  // one node: the sleeping shared-memory path, then this rank's block
+                                MPI_Comm comm = p.comm;
+                                if (p.shm || p.hier) {  // the allreduce's path, then this rank's block
                                   at::Tensor flat = input.view({-1});
-                                  reduce_tensor(flat, op, world, comm, shm);
+                                  reduce_tensor(flat, op, world, p);
                                   output.view({-1}).copy_(flat.narrow(0, static_cast<int64_t>(rank) * n, n));
                                   return;
                                 }
                                 bool half = is_half(input.scalar_type());
+                                if (half && op != ReduceOp::kMax && op != ReduceOp::kMin && p.half_on_wire()) {
+                                  HPC_MPI_CHECK(MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(), n,
+                                                                         MPI_UINT16_T,
+                                                                         half_sum_op(input.scalar_type()), comm));
+                                  if (op == ReduceOp::kAvg) output.copy_(output.to(at::kFloat).div_(world));
+                                  return;
+                                }
                                 at::Tensor in = half ? input.to(at::kFloat) : input;
                                 at::Tensor out = half ? at::empty({n}, in.options()) : output;
                                 HPC_MPI_CHECK(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), n,
@@ -283,23 +368,23 @@ WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, 
   int n = block_count(input.numel(), "allgather_into");
   MPI_Datatype type = element_type(input.element_size());
   bool in_place = is_own_block(input, output, impl_->rank);
-  MPI_Comm comm = impl_->comm;
   int world = impl_->size, rank = impl_->rank;
-  // One node and a type the shared-memory path sums exactly: the other blocks are zeroed and
-  // summed in (x + 0 == x), so the waits sleep like the allreduce's.
+  // A type the allreduce's path sums exactly, on the shared-memory or hierarchical path: the other
+  // blocks are zeroed and summed in (x + 0 == x), so the waits sleep like the allreduce's.
   at::ScalarType st = input.scalar_type();
-  ShmAllreduce* shm =
-      (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong) ? impl_->shm.get() : nullptr;
+  Paths p = impl_->paths();
+  const bool by_sum = (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong) && (p.shm || p.hier);
   return impl_->thread.submit(make_op_info("allgather_into", input, output.numel(), std::move(tag)),
-                              [input, output, n, type, in_place, world, rank, comm, shm]() mutable {
+                              [input, output, n, type, in_place, world, rank, p, by_sum]() mutable {
                                 if (n == 0) return;
-                                if (shm) {
+                                MPI_Comm comm = p.comm;
+                                if (by_sum) {
                                   at::Tensor flat = output.view({-1});
                                   int64_t off = static_cast<int64_t>(rank) * n;
                                   if (!in_place) flat.narrow(0, off, n).copy_(input.view({-1}));
                                   if (off > 0) flat.narrow(0, 0, off).zero_();
                                   if (off + n < flat.numel()) flat.narrow(0, off + n, flat.numel() - off - n).zero_();
-                                  reduce_tensor(flat, ReduceOp::kSum, world, comm, shm);
+                                  reduce_tensor(flat, ReduceOp::kSum, world, p);
                                   return;
                                 }
                                 HPC_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(), n, type,

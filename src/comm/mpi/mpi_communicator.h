@@ -4,10 +4,17 @@
 // - Owns a duplicate of the parent communicator, so its traffic never mixes with other code's.
 // - A dedicated comm thread executes operations strictly in submission order; the caller
 //   thread never blocks on submission. Requires MPI_THREAD_MULTIPLE (World checks it).
-// - float16/bfloat16 are reduced in a float32 staging buffer (MPI has no reduction for them).
+// - The reduction path is chosen at construction (collective) from the rank layout and
+//   settings.allreduce (comm_settings.h): hierarchical (HierAllreduce: several hosts, some with
+//   several ranks), shared memory (ShmAllreduce: every rank on one host), else flat MPI.
+//   describe_algorithms() says which, per collective, and why. Ranks that ask for different
+//   algorithms get a CollectiveError at construction.
+// - float16/bfloat16: inside one host reduced in a float32 staging buffer and rounded once; sums
+//   that cross hosts travel as 16 bits, each combine computed in float32 and rounded
+//   (comm/mpi/half_sum.h: half the bytes on the link; max/min stay staged in float32).
 // - reduce_scatter is MPI_Reduce_scatter_block, allgather_into MPI_Allgather (MPI_IN_PLACE
-//   when the input is the rank's own block); a block is limited to 2^31-1 elements. When every
-//   rank is on one node (ShmAllreduce) both take the sleeping shared-memory path instead:
+//   when the input is the rank's own block); a block is limited to 2^31-1 elements. On the
+//   shared-memory or hierarchical path both use the allreduce instead:
 //   reduce_scatter as an in-place allreduce of `input` (left reduced) and a copy of the block;
 //   allgather_into (float32/64, int32/64) as a sum into `output` with the other blocks zeroed.
 //   allgather_into gives the MPI path's values (a -0.0 becomes +0.0); reduce_scatter's sums follow the
@@ -23,6 +30,8 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "comm/comm_settings.h"
 #include "comm/communicator.h"
@@ -62,8 +71,11 @@ class MpiCommunicator final : public Communicator, public LinkProber, public Ste
   MPI_Comm raw() const;
   // The watchdog guarding this communicator; nullptr when the timeout is off.
   Watchdog* watchdog() const;
+  // One line per collective: the algorithm it uses on this layout and why (hpctrain doctor).
+  std::vector<std::string> describe_algorithms() const;
 
  private:
+  void choose_paths(AllreduceAlgo asked);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

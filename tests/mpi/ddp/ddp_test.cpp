@@ -265,4 +265,41 @@ TEST(DdpReducer, GradientsStayInBucketMemoryAcrossSteps) {
   EXPECT_GT(ddp.last_step().bytes_reduced, 0);
 }
 
+
+// --grad-comm-dtype: gradients reduced in bfloat16/float16 equal the float32 average within
+// that type's rounding, hold the same bits on every rank, and cross as half the bytes.
+TEST(DdpGradCommDtype, HalfPrecisionReductionIsTheAverageWithinRounding) {
+  const int n = world().size(), r = world().rank();
+  Batches data = make_batches(1, n * kB, {20}, 11);
+  at::Tensor x = data.x[0].narrow(0, r * kB, kB), y = data.y[0].narrow(0, r * kB, kB);
+  auto grads = [&](at::ScalarType dt, int64_t* bytes) {
+    torch::manual_seed(5);
+    TinyMlp m;
+    DdpOptions o{0.001};  // several buckets
+    o.grad_comm_dtype = dt;
+    DistributedDataParallel ddp(m.ptr(), cpu_comm(), o);
+    ddp.zero_grad();
+    ddp.backward(at::cross_entropy_loss(m->forward(x), y));
+    *bytes = ddp.last_step().bytes_reduced;
+    std::vector<at::Tensor> g;
+    for (auto& p : m->parameters()) g.push_back(p.grad().clone());
+    return g;
+  };
+  int64_t ref_bytes = 0;
+  auto ref = grads(at::ScalarType::Undefined, &ref_bytes);
+  for (auto [dt, eps] : {std::pair{at::kBFloat16, 1.0 / 128}, std::pair{at::kHalf, 1.0 / 1024}}) {
+    int64_t bytes = 0;
+    auto got = grads(dt, &bytes);
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double scale = ref[i].abs().max().item<double>() + 1e-12;
+      // each of up to 3 combines and the final cast round by at most half an ulp (eps / 2)
+      EXPECT_LE((got[i] - ref[i]).abs().max().item<double>(), 2 * eps * scale) << c10::toString(dt) << " param " << i;
+      at::Tensor root = got[i].clone();
+      cpu_comm().broadcast(root, 0, "test.bits")->wait();
+      EXPECT_TRUE(at::equal(root, got[i])) << "ranks differ, param " << i;
+    }
+    if (n > 1) EXPECT_EQ(bytes * 2, ref_bytes) << c10::toString(dt);
+  }
+}
+
 }  // namespace

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Allreduce across 2 namespace hosts whose egress is shaped to a real link rate (tc tbf on each
+# host's veth, default 1 Gbit/s): `hpctrain bench allreduce` with --allreduce flat, hierarchical
+# (and bare MPI_Allreduce, which the bench runs beside ours), fp32 and bf16, for 2 hosts x 2 and
+# 2 hosts x 3 ranks; then `hpctrain train` (cnn) samples/s and comm-blocked % with each path.
+# Each figure's `link_frac` is the least time any allreduce can take on that link
+# (2(H-1)/H x bytes / rate) over the time measured. Interleaved rounds (flat, hierarchical, ...).
+#   perf/cluster_hier_bench.sh [--rate-mbit 1000] [--rounds 2] [--layouts "2 3"] [--no-train] [--out FILE.md]
+# Needs root and network namespaces (as `ctest -L cluster`). Writes perf/results/cluster-hier-<date>.{jsonl,md}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rate=1000 rounds=2 layouts="2 3" train=1 out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rate-mbit) rate=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --layouts) layouts=$2; shift 2 ;;
+    --no-train) train=0; shift ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "cluster_hier_bench.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+export HPCTRAIN_BIN=${HPCTRAIN_BIN:-$PWD/build/hpctrain}
+[ -x "$HPCTRAIN_BIN" ] || { echo "cluster_hier_bench.sh: $HPCTRAIN_BIN not built (bash launch/setup.sh)" >&2; exit 2; }
+[ -n "$out" ] || out=perf/results/cluster-hier-$(date +%Y%m%d-%H%M).md
+raw=${out%.md}.jsonl
+source tests/cluster/lib.sh
+cluster_start 2
+for h in node0 node1; do
+  ip netns exec "$(_ns "$h")" tc qdisc replace dev eth0 root tbf rate "${rate}mbit" burst 256kb latency 50ms
+done
+export MN_FLAGS=--oversubscribe
+gbit=$(/usr/bin/python3 -c "print($rate / 1000)")
+: >"$raw"
+tag() { sed "s/^{/{\"ranks_per_host\":$1,\"round\":$2,\"path\":\"$3\",/"; }
+for L in $layouts; do
+  hostfile "$WORK/hf$L" "node0:$L" "node1:$L"
+  for r in $(seq "$rounds"); do
+    for path in flat hierarchical; do
+      for dt in fp32 bf16; do
+        mn "$WORK/hf$L" bench allreduce --allreduce "$path" --dtype "$dt" --link-gbit "$gbit" \
+          --min-bytes $((4 << 20)) --max-bytes $((64 << 20)) --iters 5 2>/dev/null | grep '^{' | tag "$L" "$r" "$path" >>"$raw"
+      done
+    done
+  done
+done
+if [ "$train" = 1 ]; then
+  D="$WORK/d"
+  run_np 1 data synthetic --out "$D" --n 4096 --test-n 256 --classes 10 --height 28 --width 28 --seed 5 >/dev/null
+  L=${layouts%% *}
+  for r in $(seq "$rounds"); do
+    for path in flat hierarchical; do
+      for dt in fp32 bf16; do
+        mn "$WORK/hf$L" train --model cnn --device cpu --data "$D" --batch-size 32 --max-steps 40 --log-every 20 \
+          --allreduce "$path" --grad-comm-dtype "$dt" 2>/dev/null | grep '^{' | tail -1 \
+          | sed "s/^{/{\"train\":\"cnn\",\"dtype\":\"$dt\",/" | tag "$L" "$r" "$path" >>"$raw"
+      done
+    done
+  done
+fi
+/usr/bin/python3 - "$raw" "$out" "$rate" "$rounds" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = statistics.median
+with open(sys.argv[2], "w") as f:
+    f.write(f"### Allreduce across 2 namespace hosts, egress shaped to {sys.argv[3]} Mbit/s (tbf)\n\n")
+    f.write(f"Median of {sys.argv[4]} interleaved rounds; `hpctrain bench allreduce --link-gbit`; raw: "
+            f"{sys.argv[1].split('/')[-1]}. link_frac = (2(H-1)/H x bytes / link rate) / time.\n\n")
+    f.write("| ranks/host | dtype | bytes | flat ms | hierarchical ms | bare MPI ms | flat link_frac | hier link_frac | MPI link_frac |\n")
+    f.write("|---|---|---|---|---|---|---|---|---|\n")
+    bench = [r for r in rows if "op" in r]
+    keys = sorted({(r["ranks_per_host"], r["dtype"], r["bytes"]) for r in bench})
+    for L, dt, b in keys:
+        sel = lambda p: [r for r in bench if (r["ranks_per_host"], r["dtype"], r["bytes"], r["path"]) == (L, dt, b, p)]
+        fl, hi = sel("flat"), sel("hierarchical")
+        if not fl or not hi:
+            continue
+        m = lambda rs, k: med([r[k] for r in rs])
+        mpi = fl + hi
+        f.write(f"| {L} | {dt} | {b} | {m(fl, 'time_us') / 1e3:.1f} | {m(hi, 'time_us') / 1e3:.1f} | "
+                f"{m(mpi, 'mpi_time_us') / 1e3:.1f} | {m(fl, 'link_frac'):.2f} | {m(hi, 'link_frac'):.2f} | "
+                f"{m(mpi, 'mpi_link_frac'):.2f} |\n")
+    tr = [r for r in rows if "train" in r]
+    if tr:
+        f.write("\n| cnn, ranks/host | path | grad dtype | samples/s | comm-blocked % |\n|---|---|---|---|---|\n")
+        for key in sorted({(r["ranks_per_host"], r["path"], r["dtype"]) for r in tr}):
+            rs = [r for r in tr if (r["ranks_per_host"], r["path"], r["dtype"]) == key]
+            cb = [r.get("comm_blocked_pct") for r in rs if r.get("comm_blocked_pct") is not None]
+            f.write(f"| {key[0]} | {key[1]} | {key[2]} | {med([r['samples_per_s'] for r in rs]):.0f} | "
+                    f"{(med(cb) if cb else float('nan')):.1f} |\n")
+print(open(sys.argv[2]).read())
+PY

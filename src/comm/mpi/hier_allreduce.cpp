@@ -1,0 +1,191 @@
+// HierAllreduce: in-host allreduce (shared memory), per-part inter-host allreduce among the
+// parts' owners, in-host share of the owners' parts. See the header for the algorithm.
+#include "comm/mpi/hier_allreduce.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <numeric>
+
+#include "comm/mpi/half_sum.h"
+#include "comm/mpi/shm_allreduce.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+namespace {
+
+constexpr int64_t kMaxCount = INT_MAX / 16;  // MPI counts are int: large parts go in pieces
+constexpr int kMaxParts = 64;
+
+size_t elem_size(MPI_Datatype type) {
+  if (type == MPI_FLOAT || type == MPI_INT32_T) return 4;
+  if (type == MPI_DOUBLE || type == MPI_INT64_T) return 8;
+  return 0;
+}
+
+void mpi_allreduce(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
+  for (int64_t off = 0; off < count; off += kMaxCount) {
+    int n = static_cast<int>(std::min(kMaxCount, count - off));
+    HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + off * elem, n, type, op, comm));
+  }
+}
+
+template <typename H>
+void widen(const uint16_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    H h;
+    std::memcpy(&h, in + i, 2);
+    out[i] = static_cast<float>(h);
+  }
+}
+
+template <typename H>
+void narrow(const float* in, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    H h(in[i]);
+    std::memcpy(out + i, &h, 2);
+  }
+}
+
+}  // namespace
+
+int HostLayout::max_local() const { return *std::max_element(ranks_per_host.begin(), ranks_per_host.end()); }
+
+bool HostLayout::uneven() const {
+  return std::any_of(ranks_per_host.begin(), ranks_per_host.end(), [&](int l) { return l != ranks_per_host[0]; });
+}
+
+std::string HostLayout::text() const {
+  std::string s = std::to_string(hosts) + (hosts == 1 ? " host" : " hosts");
+  if (!uneven()) return s + " x " + std::to_string(ranks_per_host[0]) + (ranks_per_host[0] == 1 ? " rank" : " ranks");
+  s += " (";
+  for (size_t i = 0; i < ranks_per_host.size(); ++i) s += (i ? "+" : "") + std::to_string(ranks_per_host[i]);
+  return s + " ranks)";
+}
+
+HostLayout HostLayout::of(MPI_Comm comm, MPI_Comm node) {
+  HostLayout h;
+  int rank = 0, size = 1, leader = 0;
+  HPC_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  HPC_MPI_CHECK(MPI_Comm_size(comm, &size));
+  HPC_MPI_CHECK(MPI_Comm_rank(node, &h.local_rank));
+  HPC_MPI_CHECK(MPI_Comm_size(node, &h.local_size));
+  HPC_MPI_CHECK(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, node));
+  int mine[2] = {leader, h.local_size};
+  std::vector<int> all(2 * static_cast<size_t>(size));
+  HPC_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm));
+  for (int r = 0; r < size; ++r)  // a host is listed at its leader (its lowest rank), in rank order
+    if (all[2 * r] == r) {
+      if (r == leader) h.host_index = static_cast<int>(h.ranks_per_host.size());
+      h.ranks_per_host.push_back(all[2 * r + 1]);
+    }
+  h.hosts = static_cast<int>(h.ranks_per_host.size());
+  return h;
+}
+
+std::unique_ptr<HierAllreduce> HierAllreduce::create(MPI_Comm comm, MPI_Comm node) {
+  std::unique_ptr<HierAllreduce> h(new HierAllreduce());
+  h->layout_ = HostLayout::of(comm, node);
+  HPC_MPI_CHECK(MPI_Comm_dup(node, &h->node_));
+  // Parts: every host's ranks share them evenly when the lcm is small; else the largest host's count.
+  int64_t lcm = 1;
+  for (int l : h->layout_.ranks_per_host) lcm = std::min<int64_t>(std::lcm(lcm, l), kMaxParts + 1);
+  h->parts_ = lcm <= kMaxParts ? static_cast<int>(lcm) : h->layout_.max_local();
+  const int L = h->layout_.local_size, me = h->layout_.local_rank;
+  int rank = 0;
+  HPC_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  h->cross_.assign(h->parts_, MPI_COMM_NULL);
+  for (int p = 0; p < h->parts_; ++p)  // collective over comm, in the same order everywhere
+    HPC_MPI_CHECK(MPI_Comm_split(comm, p % L == me ? 0 : MPI_UNDEFINED, rank, &h->cross_[p]));
+  h->shm_ = ShmAllreduce::create(h->node_);  // null for a host of one rank (or when turned off)
+  return h;
+}
+
+HierAllreduce::~HierAllreduce() {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin || std::uncaught_exceptions() > 0) return;  // see ShmAllreduce's destructor
+  shm_.reset();
+  for (auto& c : cross_)
+    if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+  if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+}
+
+std::string HierAllreduce::describe() const {
+  return "hierarchical: " + layout_.text() + "; inside a host " +
+         (shm_ ? "shared memory (sleeping waits)" : std::string(layout_.local_size > 1 ? "MPI_Allreduce" : "nothing")) +
+         ", across hosts " + std::to_string(parts_) + (parts_ == 1 ? " part" : " parts") +
+         " each allreduced by one rank per host (rank i of a host of L owns parts i, i+L, ...)";
+}
+
+template <typename F>
+void HierAllreduce::for_owned_parts(int64_t count, F&& f) const {
+  // Part boundaries aligned to 16 elements; the last parts may be short or empty.
+  const int64_t step = ((count + parts_ - 1) / parts_ + 15) / 16 * 16;
+  for (int p = 0; p < parts_; ++p) {
+    if (cross_[p] == MPI_COMM_NULL) continue;
+    const int64_t lo = std::min(count, p * step), hi = std::min(count, lo + step);
+    if (hi > lo) f(lo, hi - lo, cross_[p]);
+  }
+}
+
+void HierAllreduce::zero_unowned(char* data, int64_t count, size_t elem) const {
+  const int64_t step = ((count + parts_ - 1) / parts_ + 15) / 16 * 16;
+  for (int p = 0; p < parts_; ++p) {
+    if (cross_[p] != MPI_COMM_NULL) continue;
+    const int64_t lo = std::min(count, p * step), hi = std::min(count, lo + step);
+    if (hi > lo) std::memset(data + lo * elem, 0, (hi - lo) * elem);
+  }
+}
+
+void HierAllreduce::in_host(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {
+  if (layout_.local_size == 1) return;
+  if (shm_ && shm_->allreduce(data, count, type, op)) return;
+  mpi_allreduce(data, count, type, elem_size(type), op, node_);
+}
+
+bool HierAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {
+  const size_t elem = elem_size(type);
+  if (elem == 0 || (op != MPI_SUM && op != MPI_MAX && op != MPI_MIN)) return false;
+  if (count == 0) return true;
+  auto* bytes = static_cast<char*>(data);
+  in_host(data, count, type, op);
+  for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
+    if (layout_.hosts > 1) mpi_allreduce(bytes + off * elem, n, type, elem, op, cross);
+  });
+  if (layout_.hosts > 1 && layout_.local_size > 1) {
+    if (op == MPI_SUM) zero_unowned(bytes, count, elem);  // max/min: the owners' values win anyway
+    in_host(data, count, type, op);
+  }
+  return true;
+}
+
+void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
+  if (count == 0) return;
+  const bool bf16 = dtype == c10::kBFloat16;
+  MPI_Op op16 = half_sum_op(dtype);  // throws for other dtypes
+  stage_.resize(static_cast<size_t>(count));
+  float* f = stage_.data();
+  bf16 ? widen<c10::BFloat16>(data, f, count) : widen<c10::Half>(data, f, count);
+  in_host(f, count, MPI_FLOAT, MPI_SUM);
+  for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
+    if (layout_.hosts == 1) return;
+    bf16 ? narrow<c10::BFloat16>(f + off, data + off, n) : narrow<c10::Half>(f + off, data + off, n);
+    for (int64_t o = off; o < off + n; o += kMaxCount)
+      HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + o, static_cast<int>(std::min(kMaxCount, off + n - o)),
+                                  MPI_UINT16_T, op16, cross));
+    bf16 ? widen<c10::BFloat16>(data + off, f + off, n) : widen<c10::Half>(data + off, f + off, n);
+  });
+  if (layout_.hosts > 1 && layout_.local_size > 1) {
+    zero_unowned(reinterpret_cast<char*>(f), count, sizeof(float));
+    in_host(f, count, MPI_FLOAT, MPI_SUM);
+  }
+  bf16 ? narrow<c10::BFloat16>(f, data, count) : narrow<c10::Half>(f, data, count);  // exact: values are 16-bit
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,91 @@
+// HierAllreduce: an allreduce for worlds that span several hosts with more than one rank on
+// some host. It reduces inside each host first, so only host sums cross the network, and every
+// rank of a host carries a share of the inter-host traffic (no single leader does it all).
+//
+// Algorithm (buffer of n elements split into P parts; host h has L_h ranks; part p is owned on
+// host h by local rank p mod L_h; P = lcm of the L_h when that is <= 64, else their maximum):
+//   1. inside each host: allreduce of the whole buffer (ShmAllreduce's sleeping shared-memory
+//      path; MPI_Allreduce on the host's communicator where that path is off);
+//   2. across hosts: for each part it owns, a rank allreduces that part with the part's owners
+//      on the other hosts (one communicator per part, one rank per host);
+//   3. inside each host: the owners' parts are shared (sum: non-owned parts zeroed, then the
+//      same in-host sum, which adds only zeros to each value; max/min: the in-host op again).
+// On a 1 Gbit/s link with H hosts this sends 2 (H-1)/H x S bytes per host and direction, the
+// lower bound of any allreduce that moves host sums (a flat ring with L ranks per host sends
+// about L times the share of one rank, e.g. 1.5 S for 2 x 2 ranks).
+//
+// Contract:
+// - create(comm, node) is collective over `comm`; `node` is this rank's host group (the ranks of
+//   `comm` sharing its host, from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); any partition of
+//   `comm` into groups is accepted, each group then acting as one host, which lets one machine
+//   exercise uneven layouts). The groups must hold ranks of `comm` only.
+// - allreduce() is collective over `comm`, called from one thread, in the same order on every
+//   rank. Types: MPI_FLOAT, MPI_DOUBLE, MPI_INT32_T, MPI_INT64_T with MPI_SUM, MPI_MAX, MPI_MIN,
+//   any count >= 0. Results equal a flat allreduce up to the order of floating-point sums, and
+//   every rank gets the same bits (each part's final value is computed by one inter-host
+//   allreduce and copied bitwise inside each host).
+// - sum_half() does a sum of bfloat16/float16 bit patterns (`dtype`): steps 1 and 3 in float32,
+//   step 2 as 16 bits on the wire (comm/mpi/half_sum.h: each inter-host combine computed in
+//   float32 and rounded), so the network carries half the bytes of a float32 reduction.
+// - No timeout of its own (the communicator's watchdog guards the comm thread). The destructor
+//   frees its communicators unless MPI is finalized or an exception is unwinding (as
+//   ShmAllreduce's).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+class ShmAllreduce;
+
+// Which hosts the ranks of `comm` are on, as seen through `node` (collective over `comm`).
+struct HostLayout {
+  int hosts = 1;
+  std::vector<int> ranks_per_host;  // in the order of each host's lowest rank
+  int host_index = 0;               // this rank's host, an index into ranks_per_host
+  int local_rank = 0, local_size = 1;
+  int max_local() const;
+  bool uneven() const;
+  std::string text() const;  // "2 hosts x 2 ranks" or "2 hosts (3+1 ranks)"
+  static HostLayout of(MPI_Comm comm, MPI_Comm node);
+};
+
+class HierAllreduce {
+ public:
+  static std::unique_ptr<HierAllreduce> create(MPI_Comm comm, MPI_Comm node);
+  ~HierAllreduce();
+  HierAllreduce(const HierAllreduce&) = delete;
+  HierAllreduce& operator=(const HierAllreduce&) = delete;
+
+  // In place; false (nothing touched) for a type or op it does not take.
+  bool allreduce(void* data, int64_t count, MPI_Datatype type, MPI_Op op);
+  // In place sum of `count` 16-bit floats of `dtype` (kBFloat16 or kHalf).
+  void sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype);
+
+  const HostLayout& layout() const { return layout_; }
+  int parts() const { return parts_; }
+  // One line: the layout, the parts, what carries each step.
+  std::string describe() const;
+
+ private:
+  HierAllreduce() = default;
+  void in_host(void* data, int64_t count, MPI_Datatype type, MPI_Op op);
+  template <typename F>
+  void for_owned_parts(int64_t count, F&& f) const;  // f(offset, length, cross communicator)
+  void zero_unowned(char* data, int64_t count, size_t elem) const;
+
+  HostLayout layout_;
+  MPI_Comm node_ = MPI_COMM_NULL;     // dup of the host group
+  std::vector<MPI_Comm> cross_;       // per part: the owners, one per host (MPI_COMM_NULL if not ours)
+  std::unique_ptr<ShmAllreduce> shm_;  // steps 1 and 3 without spinning (null: MPI_Allreduce on node_)
+  int parts_ = 1;
+  std::vector<float> stage_;  // sum_half's float32 copy
+};
+
+}  // namespace hpctrain

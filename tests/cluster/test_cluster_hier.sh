@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# cluster (label `cluster`): the hierarchical allreduce across 2 namespace hosts.
+#   a. 2 hosts x 2 ranks picks it by itself (auto; the train log says so and why) and ends with
+#      the parameters of 1 host x 4 ranks (fp32, 1e-5 per tensor), and of --allreduce flat on the
+#      same hosts (ZeRO-1 too: its reduce-scatter and allgather take the same path).
+#   b. 2 hosts x 3 ranks == 1 host x 6 ranks; uneven 3 + 1 == 1 host x 4 ranks.
+#   c. --grad-comm-dtype bf16 on 2 x 2: trains and ends near the fp32 run (bf16 rounding of every
+#      averaged gradient: 2e-2 per tensor after 20 steps; train and test loss within 2%).
+source "$(dirname "$0")/lib.sh"
+cluster_start 2
+D="$WORK/d"
+run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+hostfile "$WORK/hf22" node0:2 node1:2
+hostfile "$WORK/hf33" node0:3 node1:3
+hostfile "$WORK/hf31" node0:3 node1:1
+export MN_FLAGS=--oversubscribe
+merged() { run_np 1 ckpt merge "$1" --out "$1.h5" >/dev/null; }
+common=(--model mlp --device cpu --data "$D" --epochs 2 --max-steps 20 --lr 0.02 --seed 7 --log-every 1000
+  --batch-size 8 --bucket-mb 0.05)
+# one run: NAME, then "mn HOSTFILE" or "np N", then extra train flags
+run() {
+  local name=$1 how=$2 where=$3; shift 3
+  if [ "$how" = mn ]; then
+    mn "$where" train "${common[@]}" --ckpt-dir "$WORK/$name" "$@" >"$WORK/$name.txt" 2>&1
+  else
+    run_np "$where" train "${common[@]}" --ckpt-dir "$WORK/$name" "$@" >"$WORK/$name.txt" 2>&1
+  fi || { tail "$WORK/$name.txt"; fail "$name"; }
+  [ "$(json_field "$WORK/$name.txt" steps)" = 20 ] || fail "$name: summary $(tail -1 "$WORK/$name.txt")"
+  merged "$WORK/$name"
+}
+same() { /usr/bin/python3 "$COMPARE" "$WORK/$1.h5" "$WORK/$2.h5" --rtol "${3:-1e-5}" || fail "$1 != $2"; }
+
+# --- a. 2 x 2: auto picks hierarchical; == 1 host x 4; == flat -----------------------------------
+run h22 mn "$WORK/hf22"
+grep -q "allreduce: hierarchical: 2 hosts x 2 ranks.*\[several hosts with several ranks on some\]" "$WORK/h22.txt" \
+  || { grep "allreduce" "$WORK/h22.txt"; fail "2 x 2 did not choose the hierarchical allreduce by itself"; }
+run f22 mn "$WORK/hf22" --allreduce flat
+grep -q "allreduce: flat: 2 hosts x 2 ranks; MPI_Allreduce" "$WORK/f22.txt" || { grep allreduce "$WORK/f22.txt"; fail "--allreduce flat not taken"; }
+run one4 np 4
+grep -q "allreduce: flat: 1 host x 4 ranks; shared memory" "$WORK/one4.txt" || { grep allreduce "$WORK/one4.txt"; fail "one host: not the shared-memory path"; }
+same h22 one4
+same h22 f22
+ok "a. 2 hosts x 2 ranks: auto -> hierarchical; == 1 host x 4 ranks and == --allreduce flat (1e-5)"
+run hz22 mn "$WORK/hf22" --zero 1 --optimizer adamw --lr 0.003
+run z4 np 4 --zero 1 --optimizer adamw --lr 0.003
+same hz22 z4
+ok "a. ZeRO-1 (reduce-scatter + allgather) hierarchical on 2 x 2 == 1 host x 4 ranks"
+
+# --- b. 2 x 3 and uneven 3 + 1 -------------------------------------------------------------------
+common[${#common[@]}-3]=4  # --batch-size 4 (6 ranks x 4 = global 24)
+run h33 mn "$WORK/hf33"
+grep -q "hierarchical: 2 hosts x 3 ranks" "$WORK/h33.txt" || fail "2 x 3 not hierarchical"
+run one6 np 6
+same h33 one6
+ok "b. 2 hosts x 3 ranks == 1 host x 6 ranks (1e-5)"
+run h31 mn "$WORK/hf31"
+grep -q "hierarchical: 2 hosts (3+1 ranks)" "$WORK/h31.txt" || { grep allreduce "$WORK/h31.txt"; fail "3 + 1 not hierarchical"; }
+run one4b np 4
+same h31 one4b
+ok "b. uneven 3 + 1 ranks == 1 host x 4 ranks (1e-5)"
+
+# --- c. bf16 gradient communication --------------------------------------------------------------
+common[${#common[@]}-3]=8
+run b22 mn "$WORK/hf22" --grad-comm-dtype bf16
+same b22 h22 2e-2
+/usr/bin/python3 - "$WORK/b22.txt" "$WORK/h22.txt" <<'EOF' || fail "bf16 loss far from fp32's"
+import json, sys
+b, f = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[1:3])
+for k in ("train_loss", "test_loss"):
+    assert abs(b[k] - f[k]) <= 0.02 * abs(f[k]), (k, b[k], f[k])
+print(f"bf16 train/test loss {b['train_loss']:.5f}/{b['test_loss']:.5f}, fp32 {f['train_loss']:.5f}/{f['test_loss']:.5f}")
+EOF
+ok "c. --grad-comm-dtype bf16 on 2 x 2: within 2e-2 of fp32 per tensor, train and test loss within 2%"
