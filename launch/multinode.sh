@@ -59,6 +59,8 @@
 # ranks; a one-line error when it does not divide), else the launcher gives up. When no host is
 # lost (a rank killed on a host that answers) the same hosts are used again. One line per restart:
 #   multinode.sh: restart 1/2: host node1 lost (rank 1), replaced by spare node2; resuming from step-00000040
+# With restarts the launcher grace (HPCTRAIN_LAUNCHER_GRACE, see above) defaults to 5 s instead of
+# 15: a failed job's mpirun that waits for a lost host only delays the restart.
 # After N restarts the last failure's exit code is returned. The ranks get HPCTRAIN_RESTART
 # (launch/local.sh) with lost_hosts, lost_ranks and replaced_by or shrunk_to: `train` writes them
 # into the `restart` record of its --metrics file.
@@ -127,7 +129,6 @@ for ((i = 0; i < ${#hosts[@]}; i++)); do
   if [ "$i" -lt $((${#hosts[@]} - spares)) ]; then active+=("$i"); else spare_q+=("$i"); fi
 done
 slots_of() { local l=${lines[$1]#*slots=}; echo "${l%%[^0-9]*}"; }
-local_host() { case "$1" in "$(hostname)" | "$(hostname -s)" | localhost | 127.0.0.1) return 0 ;; *) return 1 ;; esac; }
 n_ranks=$n_user
 if [ -z "$n_ranks" ]; then n_ranks=0; for i in "${active[@]}"; do n_ranks=$((n_ranks + $(slots_of "$i"))); done; fi
 
@@ -135,8 +136,8 @@ if [ -z "$n_ranks" ]; then n_ranks=0; for i in "${active[@]}"; do n_ranks=$((n_r
 # mpirun runs on first when listed, as Open MPI maps them); sets rank_host.
 layout() {
   local order=() i r=0 total=0 k
-  for i in "${active[@]}"; do local_host "${hosts[$i]}" && order+=("$i"); done
-  for i in "${active[@]}"; do local_host "${hosts[$i]}" || order+=("$i"); done
+  for i in "${active[@]}"; do rl_local_host "${hosts[$i]}" && order+=("$i"); done
+  for i in "${active[@]}"; do rl_local_host "${hosts[$i]}" || order+=("$i"); done
   rank_host=()
   for i in "${order[@]}"; do total=$((total + $(slots_of "$i"))); done
   while [ "$r" -lt "$n_ranks" ] && [ "$total" -gt 0 ]; do
@@ -145,26 +146,10 @@ layout() {
     done
   done
 }
-# probe HOST_INDEX...: prints the indices of the hosts that do not answer through the remote shell.
-probe() {
-  local agent=${OMPI_MCA_plm_rsh_agent:-ssh} t=${HPCTRAIN_PROBE_TIMEOUT:-5} i pids=() cmd
-  agent=${agent%%:*}
-  read -ra cmd <<<"$agent"
-  [ "$(basename "${cmd[0]}")" = ssh ] && cmd+=(-o BatchMode=yes -o ConnectTimeout="$t")
-  for i in "$@"; do
-    if local_host "${hosts[$i]}"; then pids+=(""); continue; fi
-    timeout "$t" "${cmd[@]}" "${hosts[$i]}" true </dev/null >/dev/null 2>&1 &
-    pids+=($!)
-  done
-  local k=0
-  for i in "$@"; do
-    [ -z "${pids[$k]}" ] || wait "${pids[$k]}" || echo "$i"
-    k=$((k + 1))
-  done
-}
 names() { local i out=(); for i in "$@"; do out+=("${hosts[$i]}"); done; local IFS=,; echo "${out[*]}"; }
 plural() { [ "$1" -gt 1 ] && echo "$2s" || echo "$2"; }
 
+export HPCTRAIN_LAUNCHER_GRACE=${HPCTRAIN_LAUNCHER_GRACE:-5}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/multinode.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 attempt=0
@@ -194,9 +179,9 @@ while :; do
   said_hosts=$(sed -n 's/.*Remote daemon: .* on node \([^ ]*\).*/\1/p' "$log")
   for r in $said; do [ -n "${rank_host[$r]:-}" ] && said_hosts+=$'\n'"${hosts[${rank_host[$r]}]}"; done
   # ... confirmed by probing every host and spare: the hosts that do not answer are lost.
-  mapfile -t dead < <(probe "${active[@]}" "${spare_q[@]}")
+  mapfile -t dead < <(rl_probe_hosts $(names "${active[@]}" "${spare_q[@]}" | tr , ' '))
   lost=() keep=() bad_spares=() new=()
-  for i in "${active[@]}"; do if [[ " ${dead[*]} " == *" $i "* ]]; then lost+=("$i"); else keep+=("$i"); fi; done
+  for i in "${active[@]}"; do if [[ " ${dead[*]} " == *" ${hosts[$i]} "* ]]; then lost+=("$i"); else keep+=("$i"); fi; done
   lost_ranks=()
   for r in "${!rank_host[@]}"; do [[ " ${lost[*]} " == *" ${rank_host[$r]} "* ]] && lost_ranks+=("$r"); done
   from=$(rl_resume_from train "$ckpt")
@@ -211,7 +196,7 @@ while :; do
   # Replace each lost host by the next spare that answers; a spare that does not is dropped.
   while [ "${#new[@]}" -lt "${#lost[@]}" ] && [ "${#spare_q[@]}" -gt 0 ]; do
     s=${spare_q[0]}; spare_q=("${spare_q[@]:1}")
-    if [[ " ${dead[*]} " == *" $s "* ]]; then bad_spares+=("$s"); else new+=("$s"); fi
+    if [[ " ${dead[*]} " == *" ${hosts[$s]} "* ]]; then bad_spares+=("$s"); else new+=("$s"); fi
   done
   skipped=""
   [ "${#bad_spares[@]}" = 0 ] || skipped=" ($(plural ${#bad_spares[@]} spare) $(names "${bad_spares[@]}") unreachable, skipped)"

@@ -14,6 +14,11 @@
 #                               failure was noticed (date +%s.%N); JSON: more keys, `"a":1,"b":[2]`
 #   rl_wait PID                 waits for PID, forwarding TERM INT HUP USR1 USR2 to it; sets RL_RC
 #   rl_json_list A B ...        ["A","B"] (numbers unquoted)
+#   rl_local_host NAME          whether NAME is this machine
+#   rl_probe_hosts HOST...      prints the HOSTs that do not run `true` through mpirun's remote
+#                               shell (OMPI_MCA_plm_rsh_agent, default ssh; BatchMode and
+#                               ConnectTimeout for ssh) within HPCTRAIN_PROBE_TIMEOUT s (default
+#                               5), probed in parallel; this machine is not probed
 
 rl_arg() {
   local name=$1 prev="" v="" a
@@ -86,4 +91,22 @@ rl_wait() {
     kill -0 "$pid" 2>/dev/null || break  # a forwarded signal interrupted wait: wait again
   done
   for sig in TERM INT HUP USR1 USR2; do trap - "$sig"; done
+}
+
+rl_local_host() { case "$1" in "$(hostname)" | "$(hostname -s)" | localhost | 127.0.0.1) return 0 ;; *) return 1 ;; esac; }
+
+rl_probe_hosts() {
+  local agent=${OMPI_MCA_plm_rsh_agent:-ssh} t=${HPCTRAIN_PROBE_TIMEOUT:-5} h pids=() cmd k=0
+  agent=${agent%%:*}
+  read -ra cmd <<<"$agent"
+  [ "$(basename "${cmd[0]}")" = ssh ] && cmd+=(-o BatchMode=yes -o ConnectTimeout="$t")
+  for h in "$@"; do
+    if rl_local_host "$h"; then pids+=(""); continue; fi
+    timeout "$t" "${cmd[@]}" "$h" true </dev/null >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  for h in "$@"; do
+    [ -z "${pids[$k]}" ] || wait "${pids[$k]}" || echo "$h"
+    k=$((k + 1))
+  done
 }

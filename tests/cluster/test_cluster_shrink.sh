@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# cluster (label `cluster`): a lost host and no usable spare: `launch/multinode.sh --spares 1
+# --shrink --max-restarts 1` goes on with the remaining host, the global batch kept.
+# 3 namespace hosts: node0 and node1 run the job (1 rank each, --batch-size 16: global batch 32);
+# node2 is the spare, but its own cable is pulled before the job starts. After the first
+# checkpoint node1's cable is pulled too (--collective-timeout 15). The launcher names node1
+# (rank 1), finds the spare unreachable (skipped and named), shrinks to node0 alone with
+# --batch-size 32, and the job finishes: exit 0, one restart line, the restart record with
+# shrunk_to, and the final model within 1e-5 (relative) of the uninterrupted 2-rank run (not
+# bitwise: SyncBN and the gradient sum in another order, as any resume on another world size).
+source "$(dirname "$0")/lib.sh"
+t_start=$SECONDS
+cluster_start 3
+D="$WORK/d"
+run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+hostfile "$WORK/hf" node0:1 node1:1 node2:1
+common=(train --model cnn --sync-bn --device cpu --data "$D" --epochs 10 --max-steps 120 --lr 0.005
+  --seed 3 --log-every 5 --ckpt-every 10 --collective-timeout 15)
+run_np 2 "${common[@]}" --batch-size 16 --ckpt-dir "$WORK/ref" >"$WORK/ref.txt" 2>&1 || { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
+
+wait_for() {  # wait_for SECONDS WHAT CMD...
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do [ $SECONDS -lt $end ] || fail "timed out after $limit s waiting for $what"; sleep 0.5; done
+}
+ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
+link_down node2
+MN_FLAGS="--spares 1 --shrink --max-restarts 1 --oversubscribe" \
+  mn "$WORK/hf" "${common[@]}" --batch-size 16 --ckpt-dir "$WORK/ck" --metrics "$WORK/m.jsonl" >"$WORK/job.txt" 2>"$WORK/job.err" &
+job=$!
+wait_for 240 "the first checkpoint" ckpt_at_least "$WORK/ck" 10
+link_down node1
+t_cut=$(date +%s.%N)
+set +e; wait $job; rc=$?; set -e
+[ "$rc" = 0 ] || { tail -30 "$WORK/job.err"; fail "the job exited $rc after losing node1 (--shrink)"; }
+line=$(grep '^multinode.sh: restart' "$WORK/job.err" || true)
+want='^multinode.sh: restart 1/1: host node1 lost \(rank 1\), no spare left \(spare node2 unreachable, skipped\): shrunk to node0 with 1 rank\(s\), --batch-size 16 -> 32 \(global batch 32 kept\); resuming from step-[0-9]{8}$'
+[ "$(grep -c '^multinode.sh: restart' "$WORK/job.err")" = 1 ] && [[ "$line" =~ $want ]] ||
+  { cat "$WORK/job.err"; fail "not one restart line naming node1, the unreachable spare and the shrink"; }
+ok "node1 off the network, spare node2 too: exit 0; $line"
+grep -q "saved with 2 rank(s); now 1, global batch 32" "$WORK/job.txt" || { grep resumed "$WORK/job.txt"; fail "the shrunk run did not resume on 1 rank with global batch 32"; }
+[ "$(json_field "$WORK/job.txt" steps)" = 120 ] || fail "the shrunk job ended at step $(json_field "$WORK/job.txt" steps)"
+run_np 1 ckpt merge "$WORK/ref" --out "$WORK/ref.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/ck" --out "$WORK/ck.h5" >/dev/null
+/usr/bin/python3 "$COMPARE" "$WORK/ck.h5" "$WORK/ref.h5" --rtol 1e-5 || fail "the shrunk job's model is not within 1e-5 of the uninterrupted run"
+ok "finished on node0 alone (1 rank x 32): final model within 1e-5 of the uninterrupted 2 x 16 run"
+/usr/bin/python3 - "$WORK/m.jsonl" "$t_cut" <<'PY' || fail "restart record"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if '"restart"' in l]
+r = [x for x in r if x["type"] == "restart"]
+assert len(r) == 1, r
+r = r[0]
+assert r["lost_hosts"] == ["node1"] and r["lost_ranks"] == [1] and "replaced_by" not in r, r
+assert r["shrunk_to"] == {"hosts": ["node0"], "ranks": 1, "batch_size": 32}, r
+assert r["recovery_s"] > 0 and r["steps_lost"] >= 0, r
+print(f"measured: training again {r['failed_at'] + r['recovery_s'] - float(sys.argv[2]):.1f} s after the cut, "
+      f"recovery_s {r['recovery_s']:.1f}, resumed at step {r['resumed_step']}, {r['steps_lost']} steps lost")
+PY
+ok "restart record: lost_hosts [node1], lost_ranks [1], shrunk_to node0 x 1 rank, batch 32"
+echo "test_cluster_shrink: total $((SECONDS - t_start)) s"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# cluster (label `cluster`): a lost host replaced by a hot spare, without a person.
+# 3 namespace hosts, `launch/multinode.sh --spares 1 --max-restarts 1`: node0 and node1 run the
+# job (1 rank each), node2 is the spare. node1's cable is pulled at the switch after the first
+# checkpoint (--collective-timeout 15). The launcher names node1 (rank 1) from the job's own
+# report and a probe through the rsh agent, relaunches on node0 + node2 with --resume auto, and
+# the job finishes: exit 0, one restart line, the final model bitwise equal to an uninterrupted
+# run with the same world size and global batch (2 ranks x 16), training again within 45 s of
+# the cut (printed), and a `restart` record in the metrics with the lost host, its rank, the
+# spare, recovery_s and steps_lost.
+source "$(dirname "$0")/lib.sh"
+t_start=$SECONDS
+cluster_start 3
+D="$WORK/d"
+run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+hostfile "$WORK/hf" node0:1 node1:1 node2:1
+common=(train --model cnn --sync-bn --device cpu --data "$D" --epochs 10 --max-steps 240 --batch-size 16 --lr 0.02
+  --seed 3 --log-every 5 --ckpt-every 10 --collective-timeout 15)
+
+# The uninterrupted run: 2 ranks, 16 each (2 hosts x 1 rank == 1 host x 2 ranks bitwise:
+# test_cluster_train.sh), here on the machine itself.
+run_np 2 "${common[@]}" --ckpt-dir "$WORK/ref" >"$WORK/ref.txt" 2>&1 || { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
+
+wait_for() {  # wait_for SECONDS WHAT CMD...
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do [ $SECONDS -lt $end ] || fail "timed out after $limit s waiting for $what"; sleep 0.5; done
+}
+ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
+MN_FLAGS="--spares 1 --max-restarts 1 --oversubscribe" \
+  mn "$WORK/hf" "${common[@]}" --ckpt-dir "$WORK/ck" --metrics "$WORK/m.jsonl" >"$WORK/job.txt" 2>"$WORK/job.err" &
+job=$!
+wait_for 240 "the first checkpoint" ckpt_at_least "$WORK/ck" 10
+link_down node1
+t_cut=$(date +%s.%N)
+set +e; wait $job; rc=$?; set -e
+[ "$rc" = 0 ] || { tail -30 "$WORK/job.err"; fail "the job exited $rc after losing node1 (spare node2)"; }
+line=$(grep '^multinode.sh: restart' "$WORK/job.err" || true)
+[ "$(grep -c '^multinode.sh: restart' "$WORK/job.err")" = 1 ] &&
+  [[ "$line" =~ ^multinode.sh:\ restart\ 1/1:\ host\ node1\ lost\ \(rank\ 1\),\ replaced\ by\ spare\ node2\;\ resuming\ from\ step-[0-9]{8}$ ]] ||
+  { cat "$WORK/job.err"; fail "not one restart line naming node1, rank 1, spare node2 and the checkpoint"; }
+ok "node1 off the network after $(grep -o 'resuming from .*' <<<"$line" | cut -c15-): exit 0; $line"
+[ "$(grep -c 'rank(s) on 2 node(s)' "$WORK/job.txt")" = 2 ] || { cat "$WORK/job.txt"; fail "the job did not run twice on 2 hosts"; }
+[ "$(json_field "$WORK/job.txt" steps)" = 240 ] || fail "the restarted job ended at step $(json_field "$WORK/job.txt" steps)"
+
+run_np 1 ckpt merge "$WORK/ref" --out "$WORK/ref.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/ck" --out "$WORK/ck.h5" >/dev/null
+/usr/bin/python3 "$COMPARE" "$WORK/ck.h5" "$WORK/ref.h5" --exact || fail "the job finished on the spare differs from the uninterrupted run"
+ok "finished on node0 + spare node2: final model == uninterrupted 2-rank run, bitwise"
+
+# The restart record; training again (the restarted run's first step) within 45 s of the cut.
+/usr/bin/python3 - "$WORK/m.jsonl" "$t_cut" <<'PY' || fail "restart record / recovery time"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+r = [x for x in recs if x["type"] == "restart"]
+assert len(r) == 1, r
+r = r[0]
+assert r["lost_hosts"] == ["node1"] and r["lost_ranks"] == [1] and r["replaced_by"] == ["node2"], r
+assert r["restart"] == 1 and r["of"] == 1 and r["exit_code"] != 0, r
+before = max(x["step"] for x in recs[: recs.index(r)] if x["type"] == "train")
+assert r["steps_lost"] == before - r["resumed_step"] >= 0, (r, before)
+resumed = r["failed_at"] + r["recovery_s"] - float(sys.argv[2])
+print(f"measured: training again {resumed:.1f} s after the cut (job end noticed {r['failed_at'] - float(sys.argv[2]):.1f} s "
+      f"after it, exit {r['exit_code']}: {r['cause']}; recovery_s {r['recovery_s']:.1f}), resumed at step "
+      f"{r['resumed_step']}, {r['steps_lost']} steps lost")
+assert 0 < resumed < 45, f"training again {resumed:.1f} s after the cut (limit 45 s)"
+PY
+ok "restart record: lost_hosts [node1], lost_ranks [1], replaced_by [node2], recovery_s, steps_lost"
+echo "test_cluster_spare: total $((SECONDS - t_start)) s"
