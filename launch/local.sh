@@ -12,7 +12,7 @@
 #   drops off the network ends the job within 25 s, and mpirun is supervised: if every rank on
 #   this machine has exited but mpirun still waits for a remote host after
 #   HPCTRAIN_LAUNCHER_GRACE seconds (default 15), mpirun is ended and the exit code is 3.
-# - --max-restarts N (one machine, no --hostfile): when the job ends in a way a restart can
+# - --max-restarts N (one machine; across machines: launch/multinode.sh --max-restarts): when the job ends in a way a restart can
 #   cure (a rank killed by a signal or the OOM killer, a segfault, the watchdog's exit 3: any
 #   exit but 0, 2 = bad input and 75 = preempted), start it again, up to N times, with the same
 #   command; `train` resumes from the newest complete checkpoint in its --ckpt-dir (--resume auto,
@@ -55,6 +55,8 @@ done
 for v in NCCL_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA OMPI_MCA_btl_tcp_if_include CUDA_VISIBLE_DEVICES HPCTRAIN_COLLECTIVE_TIMEOUT HPCTRAIN_DEBUG_COLLECTIVES HPCTRAIN_SHM_ALLREDUCE HPCTRAIN_RESTART; do
   [ -n "${!v:-}" ] && flags+=(-x "$v")
 done
+[ -z "$hostfile" ] || [ "$max_restarts" = 0 ] ||
+  { echo "launch/local.sh: --max-restarts with --hostfile: use launch/multinode.sh --max-restarts N (it replaces lost hosts)" >&2; exit 2; }
 if [ -z "$hostfile" ] && [ "$max_restarts" = 0 ]; then exec mpirun "${flags[@]}" "$BIN" "$@"; fi
 if [ -z "$hostfile" ]; then
   # One machine, restarted on failure (see the header).

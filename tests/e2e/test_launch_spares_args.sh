@@ -3,7 +3,7 @@
 # one line and exit 2: launch/multinode.sh --spares/--max-restarts/--shrink (fewer hosts than
 # spares + 1, no --ckpt-dir, --resume other than auto, --shrink without --batch-size, a
 # hostfile line without slots=, a number that is not one, spares without restarts, a subcommand
-# other than train) and slurm/train.sbatch's HPCTRAIN_SPARE_NODES (not a number, as many spares
+# other than train; launch/local.sh --max-restarts with --hostfile) and slurm/train.sbatch's HPCTRAIN_SPARE_NODES (not a number, as many spares
 # as nodes, with the mpirun launcher). No cluster is needed: `mpirun`, `srun` and `scontrol` on
 # PATH are stand-ins that record being called.
 source "$(dirname "$0")/lib.sh"
@@ -42,6 +42,7 @@ bad no_slots "'node1' has no slots=N" "$MN" --hostfile "$WORK/hf_noslots" --max-
 bad not_a_number "--max-restarts two: expected a number" "$MN" --hostfile "$WORK/hf2" --max-restarts two -- "${tr[@]}"
 bad spares_no_restarts "give --max-restarts N \(N >= 1\)" "$MN" --hostfile "$WORK/hf2" --spares 1 --max-restarts 0 -- "${tr[@]}"
 bad not_train "restart .train. .*, not doctor" "$MN" --hostfile "$WORK/hf2" --max-restarts 1 -- doctor
+bad local_hostfile "--max-restarts with --hostfile: use launch/multinode.sh" "$SRC/launch/local.sh" --hostfile "$WORK/hf2" --max-restarts 1 -- "${tr[@]}"
 
 # train.sbatch: the error goes to the job log (stdout), one line, exit 2, no srun.
 sbatch_bad() {
