@@ -75,9 +75,10 @@ void add(CLI::App& root, Action& chosen) {
     ar->add_option("--max-bytes", args->max_bytes, "largest message in bytes");
     ar->add_option("--iters", args->iters, "iterations per size at <= 4 MiB (fewer above)");
     ar->add_option("--allreduce", args->allreduce, "our reduction path: auto, flat or hierarchical")
-        ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
+        ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
+        ->type_name("{auto,flat,hierarchical}");
     if (std::string(name) == "allreduce") {
-      ar->add_option("--dtype", args->dtype, "fp32, or bf16 (16 bits on the wire)")->check(CLI::IsMember({"fp32", "bf16"}));
+      ar->add_option("--dtype", args->dtype, "fp32, or bf16 (16 bits on the wire)")->check(CLI::IsMember({"fp32", "bf16"}))->type_name("{fp32,bf16}");
       ar->add_option("--link-gbit", args->link_gbit,
                      "each host's link rate in Gbit/s: adds link_limit_us (the least time any allreduce needs, "
                      "2(H-1)/H of the bytes per host) and link_frac (that / ours)");

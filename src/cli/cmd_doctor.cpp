@@ -171,7 +171,8 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option("--device", *device, "device of every rank")->type_name("auto|cpu|cuda|cuda:N");
   auto algo = std::make_shared<std::string>("auto");
   cmd->add_option("--allreduce", *algo, "CPU allreduce path to report and measure: auto, flat or hierarchical")
-      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
+      ->type_name("{auto,flat,hierarchical}");
   cmd->callback([&chosen, device, algo] { chosen = [device, algo](World& w) { return doctor(w, *device, *algo); }; });
 }
 

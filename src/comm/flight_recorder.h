@@ -5,8 +5,10 @@
 // - configure(capacity, dir, rank, world, job): capacity 0 turns it off (nothing is recorded or
 //   dumped); `job` is the same on every rank of one job (the trainer broadcasts rank 0's) so
 //   dumps of different jobs are told apart. Call it once per run, before the first collective.
-// - enqueue/start/end are called by the MPI backend: when a collective is submitted to the comm
-//   thread, when it starts, when it ends (ok or failed). A record holds the lane ("cpu"), the
+// - enqueue/start/end are called by the MPI backend (lane "cpu": when a collective is submitted
+//   to the comm thread, when it starts, when it ends, ok or failed) and by the NCCL backend (lane
+//   "cuda": when called, when put on the comm stream, when its completion event is first seen
+//   fired, within the watchdog's poll interval). A record holds the lane, the
 //   lane's sequence number, op, tag, dtype, elements, bytes, the three wall-clock times (seconds
 //   since the epoch; -1 when not reached) and the state (enqueued, started, done, failed). The
 //   ring keeps the newest `capacity` records. Cost: one uncontended mutex and a few string

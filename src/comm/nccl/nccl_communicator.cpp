@@ -11,6 +11,10 @@
 // thread polls the event. On a timeout the watchdog calls ncclCommAbort (freeing the GPU from
 // the stuck kernel) before MPI_Abort. With debug_collectives, fingerprints are compared over
 // MPI on the calling thread before each op is enqueued (blocking the host: debug only).
+//
+// Flight recorder (comm/flight_recorder.h), lane "cuda": enqueued when the op is called, started
+// when it is put on the comm stream, ended when its completion event is first seen fired (by the
+// watchdog's poll, or a done() query), failed when launching threw.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -24,6 +28,7 @@
 #include <mutex>
 
 #include "comm/desync.h"
+#include "comm/flight_recorder.h"
 #include "comm/nccl/nccl_communicator.h"
 #include "comm/router.h"
 #include "comm/watchdog.h"
@@ -74,16 +79,22 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 // One op's completion, shared by its Work handle and the watchdog's probe.
 struct NcclOpState {
   at::cuda::CUDAEvent done;
+  uint64_t seq = 0;                   // the op's sequence number (flight recorder lane "cuda")
   std::atomic<bool> enqueued{false};  // `done` has been recorded
   std::atomic<bool> failed{false};    // launching threw: nothing to wait for
-  bool finished() const { return failed.load() || (enqueued.load() && done.query()); }
+  mutable std::atomic<bool> ended{false};
+  bool finished() const {
+    bool f = failed.load() || (enqueued.load() && done.query());
+    if (f && !ended.exchange(true)) FlightRecorder::get().end("cuda", seq, !failed.load());
+    return f;
+  }
 };
 
 class NcclWork final : public Work {
  public:
   explicit NcclWork(std::shared_ptr<NcclOpState> st) : st_(std::move(st)) {}
   void wait() override { st_->done.block(c10::cuda::getCurrentCUDAStream(st_->done.device_index())); }
-  bool done() const override { return st_->done.query(); }
+  bool done() const override { return st_->finished(); }
 
  private:
   std::shared_ptr<NcclOpState> st_;
@@ -240,6 +251,8 @@ class NcclCommunicator final : public Communicator, public StepReporter {
   std::shared_ptr<NcclOpState> start(OpInfo i) {
     i.seq = next_seq_++;
     auto st = std::make_shared<NcclOpState>();
+    st->seq = i.seq;
+    FlightRecorder::get().enqueue("cuda", i);
     if (lane_) lane_->begin(i, [st] { return st->finished(); });
     guarded(st, [&] {
       if (desync_) std::rethrow_exception(desync_);
@@ -261,6 +274,7 @@ class NcclCommunicator final : public Communicator, public StepReporter {
       f();
     } catch (...) {
       st->failed = true;
+      st->finished();  // records the failure
       throw;
     }
   }
@@ -277,6 +291,7 @@ class NcclCommunicator final : public Communicator, public StepReporter {
       for (auto& t : ts)  // keep the memory alive until the comm stream is done with it
         c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), *stream_);
       st->done.record(*stream_);
+      FlightRecorder::get().start("cuda", st->seq);
       st->enqueued = true;
     });
     return std::make_shared<NcclWork>(st);
