@@ -4,8 +4,26 @@
 // Why: MpiCommunicator runs collectives on a comm thread. On a CPU node every rank is bound to
 // one core, so that thread shares the core with the rank's compute thread; Open MPI's
 // MPI_Allreduce busy-polls while it waits for a slower peer, taking the core from backward.
-// Here a rank that waits spins at most ~kSpinMicros, then sleeps on a futex in the shared
-// window until the last rank arrives and wakes it (as NCCL's and gloo's waits do).
+// Here a rank that waits spins at most ~kSpinMicros (yielding the core after 2 us when the node
+// has more ranks than CPUs), then sleeps on a futex in the shared window until the rank it waits
+// for moves on and wakes it (as NCCL's and gloo's waits do).
+//
+// Design (perf/README.md, "In-host allreduce (microbenchmark)", has the measurements): the
+// buffer goes through the window in chunks of chunk_bytes (default 256 KiB), pipelined through
+// kSlots slots per rank (a 4 MiB ring per rank: smaller rings measured slower, since the lines a
+// rank rewrites are then still in its peers' caches). Each chunk is split into one 16-element
+// aligned slice per rank. Step i of a call, on every rank r:
+//   1. copy in chunk i: r's data, less r's own slice, into r's slot (the slot's previous chunk
+//      done everywhere first; with 16 slots that almost never waits);
+//   2. reduce chunk i-1 (once every rank has copied it in): r's slice, read from r's own buffer
+//      and the others' slots, in rank order, into r's buffer and r's slot;
+//   3. copy out chunk i-2 (once every rank has reduced it): the others' slices from their slots.
+// So a rank copies (N-1)/N of the buffer in and out, never its own slice. Each rank announces
+// each stage of each chunk in its own progress counter (one writer per cache line; a waiter
+// waits for exactly the counters it needs, no central barrier); the window's writes are
+// prefetched for ownership 4 KiB ahead. The window holds N x 4 MiB. Against a spin-only wait
+// the sleep cost 4-7% of the median at 512 KiB - 1 MiB and within 2% below; this path beat
+// MPI_Allreduce from 64 KiB up (2-vCPU VM), so no size is handed to MPI.
 //
 // Contract:
 // - create() is collective over `comm`. It returns an instance only when every rank of `comm`
@@ -35,7 +53,8 @@ namespace hpctrain {
 
 class ShmAllreduce {
  public:
-  static constexpr int64_t kDefaultChunkBytes = 4 << 20;  // per rank, per round trip
+  static constexpr int64_t kDefaultChunkBytes = 256 << 10;  // one pipeline stage, per rank
+  static constexpr int kSlots = 16;                         // chunk slots per rank (ring)
   static constexpr int kSpinMicros = 20;
 
   static std::unique_ptr<ShmAllreduce> create(MPI_Comm comm, int64_t chunk_bytes = kDefaultChunkBytes);
@@ -52,17 +71,19 @@ class ShmAllreduce {
  private:
   struct Header;
   ShmAllreduce() = default;
-  void barrier();
+  void publish(int stage, uint32_t seq);
+  void wait(int stage, uint32_t target);
   template <typename T>
   bool run(T* data, int64_t count, MPI_Op op);
 
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Win win_ = MPI_WIN_NULL;
-  Header* hdr_ = nullptr;
-  char* slots_ = nullptr;   // size_ input slots of chunk_ bytes each
-  char* result_ = nullptr;  // one slot: the reduced chunk
+  Header* hdr_ = nullptr;  // one per rank: its progress counters
+  char* slots_ = nullptr;  // kSlots slots of chunk_ bytes per rank, rank-major
   int64_t chunk_ = 0;
+  uint64_t seq_ = 0;  // chunks reduced since create(), the same on every rank
   int rank_ = 0, size_ = 1;
+  bool yield_ = false;  // more ranks than CPUs: the spin yields the core
   uint64_t sleeps_ = 0;
 };
 

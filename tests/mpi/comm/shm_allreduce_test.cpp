@@ -74,6 +74,24 @@ TEST(ShmAllreduce, DoubleMatchesMpiOnEveryRank) { check_all_ops<double>(MPI_COMM
 TEST(ShmAllreduce, Int32MatchesMpiOnEveryRank) { check_all_ops<int32_t>(MPI_COMM_WORLD, MPI_INT32_T); }
 TEST(ShmAllreduce, Int64MatchesMpiOnEveryRank) { check_all_ops<int64_t>(MPI_COMM_WORLD, MPI_INT64_T); }
 
+TEST(ShmAllreduce, PipelineEdgesAndRingWrapKeepEveryResult) {
+  // The pipeline: chunks around the slot ring's length (kSlots), one element more or less than
+  // whole chunks, counts that leave some ranks an empty slice, on one instance whose ring
+  // position carries over from call to call (each call starts where the last one stopped).
+  if (world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  auto shm = ShmAllreduce::create(MPI_COMM_WORLD, 256);
+  ASSERT_NE(shm, nullptr);
+  int salt = 100;
+  for (int64_t k : {int64_t{1}, int64_t{2}, int64_t{ShmAllreduce::kSlots} - 1, int64_t{ShmAllreduce::kSlots},
+                    int64_t{ShmAllreduce::kSlots} + 1, 2 * int64_t{ShmAllreduce::kSlots} + 1})
+    for (int64_t d : {-1, 0, 1}) {
+      check<float>(*shm, MPI_COMM_WORLD, k * 64 + d, MPI_FLOAT, MPI_SUM, ++salt);  // 64 floats a chunk
+      check<double>(*shm, MPI_COMM_WORLD, k * 32 + d, MPI_DOUBLE, MPI_MAX, ++salt);
+      check<int64_t>(*shm, MPI_COMM_WORLD, k * 32 + d, MPI_INT64_T, MPI_MIN, ++salt);
+    }
+  for (int64_t n : {1, 2, 15, 16, 17, 33}) check<float>(*shm, MPI_COMM_WORLD, n, MPI_FLOAT, MPI_SUM, ++salt);
+}
+
 TEST(ShmAllreduce, ZeroCountAndUnsupportedTypeOrOpAreHandledOrDeclined) {
   auto shm = ShmAllreduce::create(MPI_COMM_WORLD);
   if (world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
