@@ -1,7 +1,10 @@
 // Microbenchmark (not the product): ShmAllreduce::allreduce against bare MPI_Allreduce on the same
-// buffer, one host, float32 sum, 64 KiB..64 MiB. Per size the two run interleaved (A, B, A, B ...),
-// each call timed between a barrier and its return; a call's time is the slowest rank's; the
-// figure is the median. busbw = 2 (N-1)/N * bytes / time (the nccl-tests convention).
+// buffer, one host, float32 sum, 64 KiB..64 MiB. Per size they run interleaved (shm, shm2, MPI,
+// shm, shm2, MPI ...), each call timed between a barrier and its return; a call's time is the
+// slowest rank's; the figure is the median. busbw = 2 (N-1)/N * bytes / time (the nccl-tests
+// convention). ratio = MPI time / shm time (shm: the call right after an MPI_Allreduce); ratio2
+// the same for shm2, the call right after a shm call (as in training, where every bucket's
+// allreduce takes this path). sleeps counts both shm calls.
 // Built standalone (no LibTorch): see perf/shm_allreduce_bench.sh.
 //
 //   shmbench [--sizes-kib 64,256,...] [--iters-scale X] [--chunk BYTES]   time
@@ -123,36 +126,39 @@ void run_timing(const std::vector<int64_t>& sizes_kib, double iters_scale, int64
   auto shm = chunk > 0 ? ShmAllreduce::create(MPI_COMM_WORLD, chunk) : ShmAllreduce::create(MPI_COMM_WORLD);
   if (!shm) throw std::runtime_error("no shm path");
   if (g_rank == 0)
-    std::printf("%10s %8s %12s %12s %10s %10s %7s %8s\n", "bytes", "iters", "shm_us", "mpi_us", "shm_GB/s", "mpi_GB/s",
-                "ratio", "sleeps");
+    std::printf("%10s %8s %12s %12s %10s %10s %7s %8s %12s %7s\n", "bytes", "iters", "shm_us", "mpi_us", "shm_GB/s",
+                "mpi_GB/s", "ratio", "sleeps", "shm2_us", "ratio2");
   for (int64_t kib : sizes_kib) {
     const int64_t bytes = kib * 1024, n = bytes / 4;
     std::vector<float> buf(n, 0.f);  // zeros: sums stay zero (no overflow, no denormals)
     int iters = static_cast<int>(std::clamp<double>(iters_scale * (512.0 * 1024 * 1024) / bytes, 12, 600));
-    std::vector<double> ta, tb;
+    std::vector<double> ta, tb, ta2;
     uint64_t s0 = shm->sleeps();
     for (int it = -3; it < iters; ++it) {
-      for (int which = 0; which < 2; ++which) {
+      // shm (after the last MPI call), shm again (after a shm call: shm2), MPI.
+      for (int which : {0, 2, 1}) {
         // Each call starts from a buffer this rank has just written, as a DDP bucket after
         // backward: otherwise the previous call's cache state (lines the peer read) is charged
         // to the next call (an A/A run of one ShmAllreduce showed a 25% position bias).
         std::fill(buf.begin(), buf.end(), 0.f);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        if (which == 0)
+        if (which != 1)
           shm->allreduce(buf.data(), n, MPI_FLOAT, MPI_SUM);
         else
           MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         double t = MPI_Wtime() - t0;
-        if (it >= 0) (which == 0 ? ta : tb).push_back(t);
+        if (it >= 0) (which == 0 ? ta : which == 1 ? tb : ta2).push_back(t);
       }
     }
     MPI_Allreduce(MPI_IN_PLACE, ta.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, tb.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    double a = median(ta), b = median(tb), f = 2.0 * (g_size - 1) / g_size * bytes / 1e9;
+    MPI_Allreduce(MPI_IN_PLACE, ta2.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double a = median(ta), b = median(tb), a2 = median(ta2), f = 2.0 * (g_size - 1) / g_size * bytes / 1e9;
     if (g_rank == 0)
-      std::printf("%10lld %8d %12.1f %12.1f %10.2f %10.2f %7.3f %8llu\n", static_cast<long long>(bytes), iters, a * 1e6,
-                  b * 1e6, f / a, f / b, b / a, static_cast<unsigned long long>(shm->sleeps() - s0));
+      std::printf("%10lld %8d %12.1f %12.1f %10.2f %10.2f %7.3f %8llu %12.1f %7.3f\n", static_cast<long long>(bytes),
+                  iters, a * 1e6, b * 1e6, f / a, f / b, b / a, static_cast<unsigned long long>(shm->sleeps() - s0),
+                  a2 * 1e6, b / a2);
     std::fflush(stdout);
   }
 }
