@@ -20,7 +20,7 @@ ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge
 wait_for 180 "job $J's first checkpoint" ckpt_at_least "$WORK/run/ckpt" 10
 grep -q "hpctrain: 2 of 3 nodes run the job, 1 spare(s)" "$WORK/j.log" || { cat "$WORK/j.log"; fail "no spare held"; }
 link_down node1
-t0=$SECONDS
+t0=$SECONDS t_cut=$(date +%s.%N)
 restarted() { grep -q "^hpctrain: restart 1/1: node(s) node1 lost" "$WORK/j.log"; }
 wait_for 120 "the batch script to restart without node1" restarted
 t_restart=$((SECONDS - t0))
@@ -33,13 +33,17 @@ grep -q "resumed from .*step-[0-9]* at step" "$WORK/j.log" || { grep -i resum "$
 [ "$(grep -c 'rank(s) on 2 node(s)' "$WORK/j.log")" = 2 ] || fail "not two steps of 2 ranks on 2 nodes"
 [ "$(grep -c "^hpctrain: job $J restart" "$WORK/j.log")" = 1 ] && [ "$(job_field "$J" Restarts)" = 0 ] ||
   fail "job $J was requeued ($(job_field "$J" Restarts) restarts)"
-state=$(job_field "$J" JobState)
-[ "$state" = COMPLETED ] || [ "$state" = COMPLETING ] || fail "job $J is $state"  # COMPLETING: Slurm still waits for node1
-/usr/bin/python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "restart record"
+# COMPLETING: Slurm still waits for node1 (the failed step's node) to confirm the end.
+ended() { state=$(job_field "$J" JobState); [ "$state" = COMPLETED ] || [ "$state" = COMPLETING ]; }
+wait_for 60 "job $J to end (state COMPLETED or COMPLETING)" ended
+[ "$(job_field "$J" ExitCode)" = 0:0 ] || fail "job $J exit code $(job_field "$J" ExitCode)"
+/usr/bin/python3 - "$WORK/run/metrics.jsonl" "$t_cut" <<'PY' || fail "restart record"
 import json, sys
 r = [x for x in map(json.loads, open(sys.argv[1])) if x["type"] == "restart"]
 assert len(r) == 1 and r[0]["lost_hosts"] == ["node1"] and r[0]["excluded"] == ["node1"], r
-print(f"measured: training again {r[0]['recovery_s']:.1f} s after the failed step ended; resumed at step "
+r0, cut = r[0], float(sys.argv[2])
+print(f"measured: training again {r0['failed_at'] + r0['recovery_s'] - cut:.1f} s after the cut (the failed step ended "
+      f"{r0['failed_at'] - cut:.1f} s after it, recovery_s {r0['recovery_s']:.1f}); resumed at step "
       f"{r[0]['resumed_step']}, {r[0]['steps_lost']} steps lost")
 PY
 ok "node1 cut: $(grep '^hpctrain: restart 1/1' "$WORK/j.log" | cut -c1-200)"
