@@ -191,7 +191,7 @@ while :; do
     rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at" '"lost_hosts":[],"lost_ranks":[]'
     continue
   fi
-  what="$(plural ${#lost[@]} host) $(names "${lost[@]}") lost ($(plural ${#lost_ranks[@]} rank) $(IFS=,; echo "${lost_ranks[*]}"))"
+  what="$(plural ${#lost[@]} host) $(names "${lost[@]}") lost ($(plural ${#lost_ranks[@]} rank) $(IFS=,; echo "${lost_ranks[*]:-none}"))"
   extra="\"lost_hosts\":$(rl_json_list $(names "${lost[@]}" | tr , ' ')),\"lost_ranks\":$(rl_json_list "${lost_ranks[@]}")"
   # Replace each lost host by the next spare that answers; a spare that does not is dropped.
   while [ "${#new[@]}" -lt "${#lost[@]}" ] && [ "${#spare_q[@]}" -gt 0 ]; do
