@@ -122,6 +122,7 @@ TEST(HierAllreduce, Int64EqualsFlatOnEveryLayout) { check_type<int64_t>(MPI_INT6
 
 TEST(HierAllreduce, SixtyFourMiBEqualsFlat) {
   for_each_layout([&](HierAllreduce& h, const std::string& where) {
+    if (where.rfind("3+1", 0) != 0 && where.rfind("even", 0) != 0) return;  // two layouts: the test's time
     check<float>(h, (64 << 20) / 4, MPI_FLOAT, MPI_SUM, /*exact=*/false, 1, where);
   });
 }
