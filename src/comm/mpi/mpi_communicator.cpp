@@ -16,6 +16,7 @@
 #include "comm/mpi/comm_thread.h"
 #include "comm/mpi/half_sum.h"
 #include "comm/mpi/hier_allreduce.h"
+#include "comm/mpi/reduce_paths.h"
 #include "comm/mpi/shm_allreduce.h"
 #include "comm/watchdog.h"
 #include "runtime/check.h"
@@ -23,81 +24,13 @@
 namespace hpctrain {
 namespace {
 
-// The MPI datatype that carries `s` for reductions (half types are staged in float32).
-MPI_Datatype mpi_type(at::ScalarType s) {
-  switch (s) {
-    case at::kFloat: return MPI_FLOAT;
-    case at::kDouble: return MPI_DOUBLE;
-    case at::kInt: return MPI_INT32_T;
-    case at::kLong: return MPI_INT64_T;
-    case at::kByte: return MPI_UINT8_T;
-    default: return MPI_DATATYPE_NULL;
-  }
-}
-
-MPI_Op mpi_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
-  }
-  return MPI_OP_NULL;
-}
-
-bool is_half(at::ScalarType s) { return s == at::kHalf || s == at::kBFloat16; }
+using namespace mpi_detail;  // mpi_type, mpi_op, is_half, kChunk, Paths, reduce_tensor
 
 void check_reducible(at::ScalarType s, ReduceOp op, const char* what) {
   bool ok = s == at::kFloat || s == at::kDouble || is_half(s) || s == at::kInt || s == at::kLong;
   if (!ok) throw Error(std::string(what) + ": dtype " + c10::toString(s) + " cannot be reduced");
   if (op == ReduceOp::kAvg && !at::isFloatingType(s))
     throw Error(std::string(what) + ": avg needs a floating dtype, got " + c10::toString(s));
-}
-
-// MPI counts are int: large buffers go in chunks.
-constexpr int64_t kChunk = INT_MAX / 16;
-
-// The reduction paths of one communicator (at most one of hier and shm is set).
-struct Paths {
-  MPI_Comm comm = MPI_COMM_NULL;
-  ShmAllreduce* shm = nullptr;    // every rank on one host
-  HierAllreduce* hier = nullptr;  // several hosts, some with several ranks
-  bool multi_node = false;
-  // Half-type sums cross a network as 16 bits; inside one host they are staged in float32.
-  bool half_on_wire() const { return hier || (multi_node && !shm); }
-};
-
-void allreduce_inplace(void* data, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, const Paths& p) {
-  if (p.hier && p.hier->allreduce(data, count, type, op)) return;
-  if (p.shm && p.shm->allreduce(data, count, type, op)) return;
-  auto* b = static_cast<char*>(data);
-  for (int64_t off = 0; off < count; off += kChunk) {
-    int n = static_cast<int>(std::min(kChunk, count - off));
-    HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, b + off * elem, n, type, op, p.comm));
-  }
-}
-
-// Reduces a contiguous CPU tensor in place. Half types: summed as 16 bits on the wire across
-// hosts (each combine in float32, rounded), otherwise staged through float32 and rounded once.
-void reduce_tensor(at::Tensor& t, ReduceOp op, int world, const Paths& p) {
-  if (t.numel() == 0) return;
-  const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAvg;
-  if (is_half(t.scalar_type()) && sum && p.half_on_wire()) {
-    auto* d = static_cast<uint16_t*>(t.data_ptr());
-    if (p.hier) {
-      p.hier->sum_half(d, t.numel(), t.scalar_type());
-    } else {
-      for (int64_t off = 0; off < t.numel(); off += kChunk)
-        HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, d + off, static_cast<int>(std::min(kChunk, t.numel() - off)),
-                                    MPI_UINT16_T, half_sum_op(t.scalar_type()), p.comm));
-    }
-    if (op == ReduceOp::kAvg) t.copy_(t.to(at::kFloat).div_(world));
-    return;
-  }
-  at::Tensor buf = is_half(t.scalar_type()) ? t.to(at::kFloat) : t;
-  allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(), mpi_op(op), p);
-  if (op == ReduceOp::kAvg) buf.div_(world);
-  if (!buf.is_same(t)) t.copy_(buf);
 }
 
 // An MPI datatype of one element of `elem` bytes, for pure data movement.
