@@ -12,6 +12,11 @@ grep -q '^hpctrain doctor: 4 rank(s) on 2 node(s)$' "$WORK/doctor.txt" || { cat 
 rows=$(awk '$1 ~ /^[0-9]+$/ && $3 != "" {print $1 "/" $2 "/" $3}' "$WORK/doctor.txt" | sort | tr '\n' ' ')
 [ "$rows" = "0/0/node0 1/1/node0 2/0/node1 3/1/node1 " ] || { cat "$WORK/doctor.txt"; fail "rank/local/host rows are '$rows'"; }
 grep -q '^doctor: OK' "$WORK/doctor.txt" || { cat "$WORK/doctor.txt"; fail "self-test across hosts"; }
+# The allreduce path it reports: hierarchical on 2 x 2 (auto), with why, and what 16 MiB reaches on the link.
+grep -q '^collectives: allreduce: hierarchical: 2 hosts x 2 ranks.*\[several hosts with several ranks on some\]$' "$WORK/doctor.txt" \
+  || { grep collectives "$WORK/doctor.txt"; fail "doctor does not report the hierarchical allreduce"; }
+grep -Eq '^collectives: allreduce 16 MiB: [0-9]+ us, [0-9.]+ GB/s on each host.s link .*slowest host pair measured [0-9.]+ GB/s' "$WORK/doctor.txt" \
+  || { grep collectives "$WORK/doctor.txt"; fail "doctor: no 16 MiB allreduce line next to the host-pair bandwidth"; }
 ok "doctor on 2 hosts x 2 ranks: 2 nodes, rank/local/host $rows, self-test OK ($((SECONDS - t0)) s)"
 
 # A job started from node1 with node1 first in the hostfile has rank 0 on node1 (Open MPI puts
