@@ -2,19 +2,24 @@
 # Allreduce across 2 namespace hosts whose egress is shaped to a real link rate (tc tbf on each
 # host's veth, default 1 Gbit/s): `hpctrain bench allreduce` with --allreduce flat, hierarchical
 # (and bare MPI_Allreduce, which the bench runs beside ours), fp32 and bf16, for 2 hosts x 2 and
-# 2 hosts x 3 ranks; then `hpctrain train` (cnn) samples/s and comm-blocked % with each path.
+# 2 hosts x 3 ranks; then `hpctrain train` (cnn, resnet) samples/s and comm-blocked % with each
+# path, on the first layout.
 # Each figure's `link_frac` is the least time any allreduce can take on that link
 # (2(H-1)/H x bytes / rate) over the time measured. Interleaved rounds (flat, hierarchical, ...).
-#   perf/cluster_hier_bench.sh [--rate-mbit 1000] [--rounds 2] [--layouts "2 3"] [--no-train] [--out FILE.md]
+#   perf/cluster_hier_bench.sh [--rate-mbit 1000] [--rounds 2] [--layouts "2 3"] [--models "cnn resnet"]
+#                              [--no-train] [--out FILE.md]
+# Open MPI settings come from the environment as for any run (hpctrain itself defaults
+# OMPI_MCA_btl_tcp_links to 2; export OMPI_MCA_btl_tcp_links=1 to see Open MPI's default).
 # Needs root and network namespaces (as `ctest -L cluster`). Writes perf/results/cluster-hier-<date>.{jsonl,md}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rate=1000 rounds=2 layouts="2 3" train=1 out=""
+rate=1000 rounds=2 layouts="2 3" train=1 out="" models="cnn resnet"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate-mbit) rate=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
     --no-train) train=0; shift ;;
     --out) out=$2; shift 2 ;;
     *) echo "cluster_hier_bench.sh: unknown argument $1" >&2; exit 2 ;;
@@ -49,11 +54,13 @@ if [ "$train" = 1 ]; then
   run_np 1 data synthetic --out "$D" --n 4096 --test-n 256 --classes 10 --height 28 --width 28 --seed 5 >/dev/null
   L=${layouts%% *}
   for r in $(seq "$rounds"); do
-    for path in flat hierarchical; do
-      for dt in fp32 bf16; do
-        mn "$WORK/hf$L" train --model cnn --device cpu --data "$D" --batch-size 32 --max-steps 40 --log-every 20 \
-          --allreduce "$path" --grad-comm-dtype "$dt" 2>/dev/null | grep '^{' | tail -1 \
-          | sed "s/^{/{\"train\":\"cnn\",\"dtype\":\"$dt\",/" | tag "$L" "$r" "$path" >>"$raw"
+    for model in $models; do
+      for path in flat hierarchical; do
+        for dt in fp32 bf16; do
+          mn "$WORK/hf$L" train --model "$model" --device cpu --data "$D" --batch-size 32 --max-steps 40 --log-every 20 \
+            --allreduce "$path" --grad-comm-dtype "$dt" 2>/dev/null | grep '^{' | tail -1 \
+            | sed "s/^{/{\"train\":\"$model\",\"dtype\":\"$dt\",/" | tag "$L" "$r" "$path" >>"$raw"
+        done
       done
     done
   done
@@ -82,11 +89,11 @@ with open(sys.argv[2], "w") as f:
                 f"{m(mpi, 'mpi_link_frac'):.2f} |\n")
     tr = [r for r in rows if "train" in r]
     if tr:
-        f.write("\n| cnn, ranks/host | path | grad dtype | samples/s | comm-blocked % |\n|---|---|---|---|---|\n")
-        for key in sorted({(r["ranks_per_host"], r["path"], r["dtype"]) for r in tr}):
-            rs = [r for r in tr if (r["ranks_per_host"], r["path"], r["dtype"]) == key]
+        f.write("\n| model | ranks/host | path | grad dtype | samples/s | comm-blocked % |\n|---|---|---|---|---|---|\n")
+        for key in sorted({(r["train"], r["ranks_per_host"], r["path"], r["dtype"]) for r in tr}):
+            rs = [r for r in tr if (r["train"], r["ranks_per_host"], r["path"], r["dtype"]) == key]
             cb = [r.get("comm_blocked_pct") for r in rs if r.get("comm_blocked_pct") is not None]
-            f.write(f"| {key[0]} | {key[1]} | {key[2]} | {med([r['samples_per_s'] for r in rs]):.0f} | "
+            f.write(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {med([r['samples_per_s'] for r in rs]):.0f} | "
                     f"{(med(cb) if cb else float('nan')):.1f} |\n")
 print(open(sys.argv[2]).read())
 PY

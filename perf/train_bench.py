@@ -2,6 +2,7 @@
 
 Used by perf/run_perf.py (section `train`); alone:
     /usr/bin/python3 perf/train_bench.py figures [--quick] [--data DIR] [--bin HPCTRAIN] [--env K=V ...] [--raw OUT.jsonl]
+    /usr/bin/python3 perf/train_bench.py weak [--model cnn] [--rounds 3] [--steps 300] [--data DIR] [--raw OUT.jsonl]
     /usr/bin/python3 perf/train_bench.py ab --a-bin BIN_A --b-bin BIN_B [--a-env K=V ...] [--b-env K=V ...]
                                           [--ranks 2] [--model cnn] [--rounds 5] [--steps 300]
 `ab` alternates two builds/settings of `hpctrain train` (A B A B ...) and prints the median of
@@ -18,6 +19,10 @@ PyTorch: perf/torch_ddp.py with the same interval statistic (see its docstring).
 Weak scaling: T(2 ranks) / (T(1 rank on core 0) + T(1 rank on core 1)), the two 1-rank runs
 started together, each pinned to its core (taskset), so both figures pay the same shared-machine
 costs (memory bandwidth, clocks) and the ratio shows only what 2-rank training adds.
+`weak` splits the issue-#34 figure T(2 ranks) / (2 x T(1 rank alone on the slower core)) into the
+machine's part (two independent 1-rank runs at once against each alone) and the product's part
+(2 ranks against the two runs at once), each round running: core 0 alone, core 1 alone, both at
+once, the 2-rank job.
 """
 import argparse, json, os, random, statistics, subprocess, sys, tempfile
 
@@ -144,6 +149,23 @@ def figures(data, quick=False, raw=None, binary=None, env=None):
            f"{a:.0f} vs {b:.0f} samples/s")
 
 
+def weak(model, data, steps, rounds, raw=None):
+    """Per round: 1 rank alone on core 0, alone on core 1, both at once, 2 ranks; medians of ratios."""
+    data = ensure_data(data)
+    rows = []
+    for _ in range(rounds):
+        c0 = _finish(_start_train(1, model, data, steps, cpu=0), 1, raw)["samples_per_s"]
+        c1 = _finish(_start_train(1, model, data, steps, cpu=1), 1, raw)["samples_per_s"]
+        both = hp_two_solo(model, data, steps, raw)["samples_per_s"]
+        two = hp_train(2, model, data, steps, raw)["samples_per_s"]
+        rows.append({"core0": c0, "core1": c1, "both_at_once": both, "two_ranks": two,
+                     "weak_vs_slower_alone": two / (2 * min(c0, c1)), "machine": both / (c0 + c1),
+                     "product": two / both})
+        print(json.dumps(rows[-1]), flush=True)
+    med = lambda k: statistics.median(r[k] for r in rows)
+    return {k: med(k) for k in rows[0]}
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -161,9 +183,20 @@ def main():
     x.add_argument("--rounds", type=int, default=5)
     x.add_argument("--steps", type=int, default=300)
     x.add_argument("--data", default=os.environ.get("HPCTRAIN_DATA", ""))
+    w = sub.add_parser("weak")
+    w.add_argument("--model", default="cnn")
+    w.add_argument("--rounds", type=int, default=3)
+    w.add_argument("--steps", type=int, default=300)
+    w.add_argument("--data", default=os.environ.get("HPCTRAIN_DATA", ""))
+    w.add_argument("--raw", default="")
     a = ap.parse_args()
     raw = []
-    if a.cmd == "figures":
+    if a.cmd == "weak":
+        print(json.dumps({"median": weak(a.model, a.data, a.steps, a.rounds, raw)}))
+        if a.raw:
+            with open(a.raw, "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in raw)
+    elif a.cmd == "figures":
         for row in figures(a.data, a.quick, raw, a.bin, dict(s.split("=", 1) for s in a.env)):
             print("| " + " | ".join(row) + " |", flush=True)
         if a.raw:

@@ -55,13 +55,29 @@ void quiet_bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm com
 std::string cvar_string(const char* name) {
   int index = -1;
   if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) return "";
+  char vname[256], desc[1024];
+  int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity = 0, bind = 0, scope = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_T_enum enumtype;
+  if (MPI_T_cvar_get_info(index, vname, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind, &scope) !=
+      MPI_SUCCESS)
+    return "";
+  const bool is_int = type == MPI_INT || type == MPI_UNSIGNED;  // Open MPI's int and unsigned int variables
+  if (!is_int && type != MPI_CHAR) return "";
   MPI_T_cvar_handle h;
   int count = 0;
   if (MPI_T_cvar_handle_alloc(index, nullptr, &h, &count) != MPI_SUCCESS) return "";
-  std::vector<char> v(std::max(count, 1) + 1, '\0');
-  int rc = MPI_T_cvar_read(h, v.data());
+  std::string out;
+  if (is_int && count == 1) {
+    int v = 0;
+    if (MPI_T_cvar_read(h, &v) == MPI_SUCCESS)
+      out = type == MPI_INT ? std::to_string(v) : std::to_string(static_cast<unsigned>(v));
+  } else if (!is_int) {
+    std::vector<char> v(std::max(count, 1) + 1, '\0');
+    if (MPI_T_cvar_read(h, v.data()) == MPI_SUCCESS) out = v.data();
+  }
   MPI_T_cvar_handle_free(&h);
-  return rc == MPI_SUCCESS ? std::string(v.data()) : "";
+  return out;
 }
 
 }  // namespace
@@ -139,7 +155,8 @@ std::string mpi_transport_settings() {
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return "MPI_T unavailable";
   std::string out;
-  for (const char* name : {"pml", "btl", "btl_tcp_if_include", "btl_tcp_if_exclude", "oob_tcp_if_include"}) {
+  for (const char* name :
+       {"pml", "btl", "btl_tcp_if_include", "btl_tcp_if_exclude", "btl_tcp_links", "oob_tcp_if_include"}) {
     int index = -1;
     if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) continue;
     std::string v = cvar_string(name);

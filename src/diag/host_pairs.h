@@ -9,7 +9,8 @@
 //   (a < b, in order of their leaders' ranks), the two leaders ping-pong `bytes` `iters` times
 //   (MPI_Sendrecv); every rank returns the same rows (broadcast from rank 0). One host: no rows.
 // - mpi_transport_settings() reads the MPI library's own control variables (MPI_T: pml, btl,
-//   btl_tcp_if_include, btl_tcp_if_exclude, oob_tcp_if_include) and describes them in one line;
+//   btl_tcp_if_include, btl_tcp_if_exclude, btl_tcp_links, oob_tcp_if_include; string and int
+//   variables) and describes them in one line, e.g. "pml=(default), ..., btl_tcp_links=2";
 //   names the library does not have are left out. Local, not collective.
 // - ipv4_interfaces() lists this host's up, non-loopback IPv4 interfaces as "name=addr".
 #pragma once

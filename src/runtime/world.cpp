@@ -34,6 +34,14 @@ World* g_world = nullptr;
 void finalize_at_exit() {
   if (g_world) g_world->finalize();
 }
+// Open MPI's settings that hpctrain changes from Open MPI's defaults, each only when the user has
+// not set it (a launcher's --mca or OMPI_MCA_* wins; every rank gets the same default):
+// - btl_tcp_links 2: two TCP connections per pair of ranks. With one, Open MPI's TCP transport
+//   moved an exchange in both directions (MPI_Sendrecv, every allreduce) at 0.48 of a 1 Gbit/s
+//   link each way, where iperf3 reaches 0.95 both ways; with two, 0.95 (a 16 MiB allreduce across
+//   2 hosts: 0.49 -> 0.94 of the link limit; perf/README.md "Across hosts"). Harmless on
+//   transports other than TCP (the BTL is not used).
+void default_mpi_settings() { setenv("OMPI_MCA_btl_tcp_links", "2", /*overwrite=*/0); }
 }  // namespace
 
 bool World::initialized() { return g_world != nullptr; }
@@ -49,6 +57,7 @@ World& World::init(int* argc, char*** argv) {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
+    default_mpi_settings();
     HPC_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &w->thread_level_));
     w->owns_mpi_ = true;
   } else {

@@ -7,6 +7,8 @@
 // - Rank and local rank come from MPI itself (never SLURM_*): under mpirun inside an sbatch
 //   allocation every process inherits SLURM_PROCID=0.
 // - Works under mpirun, srun --mpi=pmix and as a singleton (a world of 1).
+// - Before MPI_Init it sets OMPI_MCA_btl_tcp_links=2 unless the environment already sets it
+//   (Open MPI over TCP moves data both ways at once at half the link rate with one connection).
 // - finalize() is idempotent; abort() ends every rank of the job.
 // The runtime/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once

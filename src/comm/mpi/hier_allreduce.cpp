@@ -123,10 +123,12 @@ std::string HierAllreduce::describe() const {
          " each allreduced by one rank per host (rank i of a host of L owns parts i, i+L, ...)";
 }
 
+// Part boundaries aligned to 16 elements; the last parts may be short or empty.
+int64_t HierAllreduce::part_step(int64_t count) const { return ((count + parts_ - 1) / parts_ + 15) / 16 * 16; }
+
 template <typename F>
 void HierAllreduce::for_owned_parts(int64_t count, F&& f) const {
-  // Part boundaries aligned to 16 elements; the last parts may be short or empty.
-  const int64_t step = ((count + parts_ - 1) / parts_ + 15) / 16 * 16;
+  const int64_t step = part_step(count);
   for (int p = 0; p < parts_; ++p) {
     if (cross_[p] == MPI_COMM_NULL) continue;
     const int64_t lo = std::min(count, p * step), hi = std::min(count, lo + step);
@@ -135,7 +137,7 @@ void HierAllreduce::for_owned_parts(int64_t count, F&& f) const {
 }
 
 void HierAllreduce::zero_unowned(char* data, int64_t count, size_t elem) const {
-  const int64_t step = ((count + parts_ - 1) / parts_ + 15) / 16 * 16;
+  const int64_t step = part_step(count);
   for (int p = 0; p < parts_; ++p) {
     if (cross_[p] != MPI_COMM_NULL) continue;
     const int64_t lo = std::min(count, p * step), hi = std::min(count, lo + step);
@@ -158,11 +160,30 @@ bool HierAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_
   for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
     if (layout_.hosts > 1) mpi_allreduce(bytes + off * elem, n, type, elem, op, cross);
   });
-  if (layout_.hosts > 1 && layout_.local_size > 1) {
-    if (op == MPI_SUM) zero_unowned(bytes, count, elem);  // max/min: the owners' values win anyway
-    in_host(data, count, type, op);
-  }
+  if (layout_.hosts > 1 && layout_.local_size > 1) share(data, count, type, op);
   return true;
+}
+
+// Step 3. One part per local rank (parts_ == local_size, every host alike): an in-place
+// MPI_Allgatherv of the parts on the host (each rank's part copied once to each other rank).
+// Otherwise (uneven hosts, several parts per rank): non-owned parts zeroed and the in-host sum
+// again (max/min: the in-host op again; the owners' values win anyway).
+void HierAllreduce::share(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {
+  const size_t elem = elem_size(type);
+  const int L = layout_.local_size;
+  if (parts_ == L && count <= kMaxCount) {
+    const int64_t step = part_step(count);
+    std::vector<int> counts(L), displs(L);
+    for (int i = 0; i < L; ++i) {
+      const int64_t lo = std::min(count, i * step), hi = std::min(count, lo + step);
+      counts[i] = static_cast<int>(hi - lo);
+      displs[i] = static_cast<int>(lo);
+    }
+    HPC_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), displs.data(), type, node_));
+    return;
+  }
+  if (op == MPI_SUM) zero_unowned(static_cast<char*>(data), count, elem);
+  in_host(data, count, type, op);
 }
 
 void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
@@ -181,10 +202,7 @@ void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtyp
                                   MPI_UINT16_T, op16, cross));
     bf16 ? widen<c10::BFloat16>(data + off, f + off, n) : widen<c10::Half>(data + off, f + off, n);
   });
-  if (layout_.hosts > 1 && layout_.local_size > 1) {
-    zero_unowned(reinterpret_cast<char*>(f), count, sizeof(float));
-    in_host(f, count, MPI_FLOAT, MPI_SUM);
-  }
+  if (layout_.hosts > 1 && layout_.local_size > 1) share(f, count, MPI_FLOAT, MPI_SUM);
   bf16 ? narrow<c10::BFloat16>(f, data, count) : narrow<c10::Half>(f, data, count);  // exact: values are 16-bit
 }
 

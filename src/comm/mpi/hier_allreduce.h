@@ -8,8 +8,10 @@
 //      path; MPI_Allreduce on the host's communicator where that path is off);
 //   2. across hosts: for each part it owns, a rank allreduces that part with the part's owners
 //      on the other hosts (one communicator per part, one rank per host);
-//   3. inside each host: the owners' parts are shared (sum: non-owned parts zeroed, then the
-//      same in-host sum, which adds only zeros to each value; max/min: the in-host op again).
+//   3. inside each host: the owners' parts are shared. With one part per rank (every host has
+//      the same number of ranks) an in-place MPI_Allgatherv on the host; otherwise (sum)
+//      non-owned parts zeroed, then the same in-host sum, which adds only zeros to each value
+//      (max/min: the in-host op again).
 // On a 1 Gbit/s link with H hosts this sends 2 (H-1)/H x S bytes per host and direction, the
 // lower bound of any allreduce that moves host sums (a flat ring with L ranks per host sends
 // about L times the share of one rank, e.g. 1.5 S for 2 x 2 ranks).
@@ -79,6 +81,8 @@ class HierAllreduce {
   template <typename F>
   void for_owned_parts(int64_t count, F&& f) const;  // f(offset, length, cross communicator)
   void zero_unowned(char* data, int64_t count, size_t elem) const;
+  int64_t part_step(int64_t count) const;
+  void share(void* data, int64_t count, MPI_Datatype type, MPI_Op op);  // step 3
 
   HostLayout layout_;
   MPI_Comm node_ = MPI_COMM_NULL;     // dup of the host group
