@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -88,6 +89,17 @@ std::string flight_report(const std::string& dir_in) {
     out += "flight: rank " + std::to_string(r) + " on " + j.value("host", std::string("?")) +
            " dumped: " + j.value("reason", std::string("?")) + "\n";
   }
+  // States as of the first dump (when the first rank reported): an op a rank finished only after
+  // that (a stopped rank that the job's abort continued: SIGCONT, then it completes the op its
+  // peers had already done their part of, then dumps) was still in progress when the job stuck.
+  double first_dump = std::numeric_limits<double>::infinity();
+  for (int r : present) first_dump = std::min(first_dump, dumps[r]["dumped_at"].get<double>());
+  for (int r : present)
+    for (auto& rec : dumps[r]["records"])
+      if (rec["state"] == "done" && rec["end_s"].get<double>() > first_dump) {
+        rec["state"] = "started";
+        rec["end_s"] = -1.0;
+      }
   std::set<std::string> lanes;
   for (const auto& [r, j] : dumps)
     for (const auto& rec : j["records"]) lanes.insert(rec["lane"].get<std::string>());
@@ -149,9 +161,10 @@ std::string flight_report(const std::string& dir_in) {
       const double at = dumps[r]["dumped_at"].get<double>();
       double since = -1;
       std::string what;
-      for (const auto& [seq, x] : by[r]) {
-        const std::string st = x["state"];
-        if (st == "started") since = at - x["start_s"].get<double>(), what = "in #" + std::to_string(seq);
+      for (const auto& [seq, x] : by[r]) {  // its oldest unfinished op: later ones wait behind it
+        if (x["state"] != "started") continue;
+        since = at - x["start_s"].get<double>(), what = "in #" + std::to_string(seq);
+        break;
       }
       if (since < 0 && !by[r].empty()) {
         const json& last = by[r].rbegin()->second;

@@ -11,6 +11,9 @@
 //   and which never did; the first sequence number at which ranks disagree on op, elements or
 //   dtype, if any; and per rank how long it has been stuck (in its unfinished op, or waiting
 //   since its last op ended) when it dumped.
+// - States are taken as of the first dump: an op that a rank finished after the first rank
+//   dumped (a stopped rank continued by the job's abort finishes the op, then dumps) counts as
+//   in progress.
 #pragma once
 
 #include <string>

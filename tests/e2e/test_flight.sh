@@ -26,14 +26,23 @@ grep -q "^hpctrain: rank 0: flight recorder dumped to $WORK/stop/flight/rank-0.j
 run_np 1 flight "$WORK/stop" >"$WORK/stop.report" || { cat "$WORK/stop.report"; fail "flight (stopped rank)"; }
 cat "$WORK/stop.report"
 # Rank 1 either left no dump, or (mpirun continues a stopped rank with SIGCONT before it kills
-# it on the abort) dumped when its watchdog thread ran again: then it never entered the op.
+# it on the abort) dumped when its watchdog thread ran again: then it never entered the op, or,
+# stopped inside the op, it finished it after the SIGCONT, which the report (states as of the
+# first dump) shows as both ranks in the op.
+op_re="#[0-9]+ allreduce\([a-z0-9]+, [0-9]+\) from [a-z.]+(\[[0-9]+\])?"
 if grep -q "^flight: job .*, 2 rank(s); dumps from rank 0; missing: rank 1 (its host is gone" "$WORK/stop.report"; then
-  grep -Eq "^flight: \[cpu\] stuck in #[0-9]+ allreduce\([a-z0-9]+, [0-9]+\) from [a-z.]+(\[[0-9]+\])?: entered by rank 0; never entered by none; unknown \(no dump\): rank 1$" "$WORK/stop.report" ||
+  grep -Eq "^flight: \[cpu\] stuck in $op_re: entered by rank 0; never entered by none; unknown \(no dump\): rank 1$" "$WORK/stop.report" ||
     fail "the report does not name the allreduce rank 0 is stuck in"
 else
   grep -q "dumps from ranks 0,1; missing: none" "$WORK/stop.report" || fail "the report names neither dump"
-  grep -Eq "^flight: \[cpu\] stuck in #[0-9]+ allreduce\([a-z0-9]+, [0-9]+\) from [a-z.]+(\[[0-9]+\])?: entered by rank 0; never entered by rank 1$" "$WORK/stop.report" ||
-    fail "the report does not name the op rank 0 is stuck in and rank 1 as never entering it"
+  if grep -Eq "^flight: \[cpu\] stuck in $op_re: entered by ranks 0,1; never entered by none$" "$WORK/stop.report"; then
+    n=$(grep -o "stuck in #[0-9]*" "$WORK/stop.report" | tr -dc 0-9)
+    grep -Eq "^flight: \[cpu\] stuck for: rank 0 [0-9.]+ s in #$n; rank 1 [0-9.]+ s in #$n$" "$WORK/stop.report" ||
+      fail "rank 1 stopped inside #$n: the report does not show both ranks in it"
+  else
+    grep -Eq "^flight: \[cpu\] stuck in $op_re: entered by rank 0; never entered by rank 1$" "$WORK/stop.report" ||
+      fail "the report does not name the op rank 0 is stuck in and rank 1 as never entering it"
+  fi
 fi
 grep -Eq "^flight: \[cpu\] stuck for: rank 0 [4-9]\.[0-9] s in #[0-9]+(;|$)" "$WORK/stop.report" ||
   fail "rank 0's time stuck is not the watchdog's 4 s"

@@ -29,10 +29,11 @@ json rec(uint64_t seq, const char* state, int64_t numel = 100, double start = 10
           {"state", state}};
 }
 
-void write_dump(const std::string& dir, int rank, int world, const std::string& job, const json& records) {
+void write_dump(const std::string& dir, int rank, int world, const std::string& job, const json& records,
+                double dumped_at = 110.0) {
   std::filesystem::create_directories(dir + "/flight");
-  json j = {{"job", job},       {"rank", rank},       {"world_size", world}, {"host", "h" + std::to_string(rank)},
-            {"reason", "test"}, {"dumped_at", 110.0}, {"records", records}};
+  json j = {{"job", job},       {"rank", rank},            {"world_size", world}, {"host", "h" + std::to_string(rank)},
+            {"reason", "test"}, {"dumped_at", dumped_at}, {"records", records}};
   std::ofstream(dir + "/flight/rank-" + std::to_string(rank) + ".json") << j.dump();
 }
 
@@ -60,6 +61,21 @@ TEST(FlightReport, StuckOpMissingRankAndNeverEntered) {
       << r;
   EXPECT_NE(r.find("rank 0 6.0 s in #7; rank 1 7.0 s waiting since #6 ended"), std::string::npos) << r;
   EXPECT_EQ(r.find("disagree"), std::string::npos) << r;
+}
+
+TEST(FlightReport, AnOpFinishedAfterTheFirstDumpWasStillInProgress) {
+  // Rank 1 was stopped inside #7; the abort continued it (SIGCONT), it finished #7 at 112 (rank 0
+  // had done its part) and dumped at 112.5. As of rank 0's dump at 110 both ranks were in #7.
+  Dir d;
+  write_dump(d.path, 0, 2, "j", json::array({rec(6, "done"), rec(7, "started", 100, 104)}), 110.0);
+  write_dump(d.path, 1, 2, "j", json::array({rec(6, "done"), rec(7, "done", 100, 104.5, 112), rec(8, "started", 100, 112.2)}),
+             112.5);  // and went on into #8 before it dumped
+  std::string r = hpctrain::flight_report(d.path);
+  EXPECT_NE(r.find("last sequence number finished: rank 0 #6; rank 1 #6"), std::string::npos) << r;
+  EXPECT_NE(r.find("stuck in #7 allreduce(float32, 100) from ddp.bucket[0]: entered by ranks 0,1; never entered by none"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("rank 0 6.0 s in #7; rank 1 8.0 s in #7"), std::string::npos) << r;
 }
 
 TEST(FlightReport, FirstDisagreement) {
