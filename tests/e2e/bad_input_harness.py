@@ -31,13 +31,14 @@ os.symlink(os.path.abspath(A.bin), TAG)
 MPI = [A.mpiexec, "-np", "2"] + A.mpiflags
 
 
-def run(args, env=None, np=2, timeout=CASE_TIMEOUT_S):
+def run(args, env=None, np=2, timeout=CASE_TIMEOUT_S, tag=TAG):
+    """The CLI under mpiexec as `tag` (TAG, or a worker's own name: see bad_inputs.py)."""
     e = dict(os.environ, **(env or {}))
     cmd = ["timeout", "-k", "5", str(timeout)] + MPI[:1] + ["-np", str(np)] + MPI[3:]
     for k in (env or {}):
         cmd += ["-x", k]
     t0 = time.time()
-    p = subprocess.run(cmd + [TAG] + args, env=e, capture_output=True, text=True)
+    p = subprocess.run(cmd + [tag] + args, env=e, capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr, time.time() - t0
 
 

@@ -12,13 +12,18 @@ through the real CLI under mpiexec with 2 ranks. Every case asserts
   4. every file written before the case (data, a good checkpoint + `latest`, a metrics file,
      configs) still has its SHA-256 and mtime; the disk cases also re-verify the previous
      checkpoint with `hpctrain ckpt verify` and check that `latest` still names it.
+Cases run WORKERS at a time, each worker's ranks under its own binary name (so check 3 sees only
+its own processes); the disk cases (tmpfs mounts, a fault injected into the checkpoint writer)
+run alone afterwards.
 Usage: bad_inputs.py --bin BIN --mpiexec MPIEXEC --work DIR [-- MPIEXEC_FLAGS...]
 Uses h5py/numpy from Debian's python3 (run with /usr/bin/python3)."""
 import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from bad_input_cases import *  # noqa: F401,F403  (CASES; harness and fixtures come with it)
 
@@ -59,12 +64,30 @@ def verify_ckpt(root, step_name):
     return None
 
 
-def check_case(name, argv, keys, env, want_rc, disk_root):
+WORKERS = 2
+_worker = threading.local()
+
+
+def worker_tag():
+    """This thread's binary name: TAG-w<i>, made on first use."""
+    if not hasattr(_worker, "tag"):
+        with _LOCK:
+            _worker.tag = f"{TAG}-w{len(_TAGS)}"
+            _TAGS.append(_worker.tag)
+        os.symlink(os.path.abspath(A.bin), _worker.tag)
+    return _worker.tag
+
+
+_LOCK = threading.Lock()
+_TAGS = []
+
+
+def check_case(name, argv, keys, env, want_rc, disk_root, tag=TAG):
     protect = [KEEP, BAD] + ([disk_root] if disk_root else [])
     before = {}
     for r in protect:
         before.update(snapshot(r))
-    rc, out, err, wall = run(argv, env=env)
+    rc, out, err, wall = run(argv, env=env, tag=tag)
     problems = []
     if rc in (124, 137):
         problems.append(f"timed out after {CASE_TIMEOUT_S}s (a hang)")
@@ -86,13 +109,13 @@ def check_case(name, argv, keys, env, want_rc, disk_root):
         if junk in err:
             problems.append(f"stderr contains {junk!r} (a crash or a multi-line error)")
     for _ in range(20):  # ranks may take a moment to be reaped after mpiexec returns
-        left = subprocess.run(["pgrep", "-f", TAG], capture_output=True, text=True).stdout.split()
+        left = subprocess.run(["pgrep", "-f", tag + "( |$)"], capture_output=True, text=True).stdout.split()
         if not left:
             break
         time.sleep(0.25)
     if left:
         problems.append(f"processes still running: {left}")
-        subprocess.run(["pkill", "-9", "-f", TAG])
+        subprocess.run(["pkill", "-9", "-f", tag + "( |$)"])
     problems += damaged(before)
     if disk_root:
         v = verify_ckpt(disk_root, "step-00000002")
@@ -105,19 +128,10 @@ def main():
     only = set(filter(None, A.only.split(",")))
     passed, failed, skipped = [], [], []
     t_all = time.time()
-    try:
-        for name, argv, keys, env, want_rc in CASES:
-            if only and name not in only:
-                continue
-            disk_root = None
-            if callable(argv):
-                made = argv()
-                if made is None:
-                    skipped.append(name)
-                    print(f"SKIP {name}: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)")
-                    continue
-                argv, disk_root = made
-            problems, rc, line, wall = check_case(name, argv, keys, env, want_rc, disk_root)
+
+    def report(name, result):
+        problems, rc, line, wall = result
+        with _LOCK:
             if problems:
                 failed.append(name)
                 print(f"FAIL {name} ({wall:.1f}s, rc {rc}): {'; '.join(problems)}\n     stderr: {line}")
@@ -125,6 +139,23 @@ def main():
                 passed.append(name)
                 print(f"ok   {name} ({wall:.1f}s, rc {rc}): {line}")
             sys.stdout.flush()
+
+    cases = [c for c in CASES if not only or c[0] in only]
+    try:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            def one(case):
+                name, argv, keys, env, want_rc = case
+                report(name, check_case(name, argv, keys, env, want_rc, None, tag=worker_tag()))
+            for f in [pool.submit(one, c) for c in cases if not callable(c[1])]:
+                f.result()
+        for name, argv, keys, env, want_rc in [c for c in cases if callable(c[1])]:
+            made = argv()
+            if made is None:
+                skipped.append(name)
+                print(f"SKIP {name}: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)")
+                continue
+            argv, disk_root = made
+            report(name, check_case(name, argv, keys, env, want_rc, disk_root))
     finally:
         for m in MOUNTS:
             subprocess.run(["umount", m])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e, ZeRO-1 through the real CLI (--zero 1): equivalence with DDP (--zero 0) for mlp, cnn and
-# resnet with SGD and AdamW at 1/2/4 ranks, plus clipping, grad accumulation, --amp bf16 and
+# resnet with SGD and AdamW at 1/2 ranks (cnn both and resnet AdamW at 4), plus clipping, grad accumulation, --amp bf16 and
 # --sync-bn; resharding resumes (4 -> 2, 2 -> 3, 3 -> 1, ZeRO <-> DDP, same world bitwise) against
 # uninterrupted runs; merge --full unshards the optimizer state; writers=all; the summary's
 # optimizer-state bytes; bad input. Final states compared from merged checkpoints (h5py).
@@ -18,10 +18,13 @@ train() {  # train NAME NP ARGS...: a run into $WORK/NAME, merged to $WORK/NAME.
   merged "$WORK/$name" "$WORK/$name.h5"
 }
 
-# 1. Equivalence: --zero 1 == --zero 0, 30 steps, per-tensor relative norm <= 1e-6.
+# 1. Equivalence: --zero 1 == --zero 0, 30 steps, per-tensor relative norm <= 1e-6. Every model
+#    and optimizer on 2 ranks; on 4 ranks (oversubscribed, the slowest runs) cnn with both
+#    optimizers and resnet with AdamW (mlp's 4-rank ZeRO == DDP is section 2's DDP -> ZeRO resume).
 for np in 2 4; do
   for model in mlp cnn resnet; do
     for opt in sgd adamw; do
+      if [ "$np" = 4 ] && { [ "$model" = mlp ] || [ "$model-$opt" = resnet-sgd ]; }; then continue; fi
       a=(--model "$model" --optimizer "$opt" --batch-size $((16 / np)) --max-steps 30)
       if [ "$opt" = adamw ]; then a+=(--lr 0.002); else a+=(--lr 0.02); fi
       train "$model-$opt-np$np-z0" "$np" "${a[@]}" --zero 0
