@@ -67,9 +67,11 @@ seq_report=$(grep -o "disagree first at #[0-9]*" "$WORK/desync.report" | tr -dc 
 grep -q "#$seq_report from" "$WORK/desync.err" || { cat "$WORK/desync.err"; fail "the desync error names another op than #$seq_report"; }
 ok "desync: $(grep 'disagree first' "$WORK/desync.report")"
 
-# 3. SIGUSR2: a dump on every rank, training goes on.
+# 3. SIGUSR2: a dump on every rank, training goes on. 1000 mlp steps (about 5 s): the signal must
+#    land well before the end (each rank's dump thread polls every 100 ms; with 200 steps the run
+#    sometimes ended first and one rank never dumped).
 mkdir -p "$WORK/usr2"
-timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" "${common[@]}" --max-steps 200 --metrics "$WORK/usr2/m.jsonl" \
+timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" "${common[@]}" --max-steps 1000 --metrics "$WORK/usr2/m.jsonl" \
   >"$WORK/usr2.out" 2>"$WORK/usr2.err" &
 JOB=$!
 wait_for_step "$WORK/usr2/m.jsonl" 10 60 || fail "no train record for step 10"
