@@ -164,10 +164,12 @@ bool HierAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_
   return true;
 }
 
-// Step 3. One part per local rank (parts_ == local_size, every host alike): an in-place
-// MPI_Allgatherv of the parts on the host (each rank's part copied once to each other rank).
-// Otherwise (uneven hosts, several parts per rank): non-owned parts zeroed and the in-host sum
-// again (max/min: the in-host op again; the owners' values win anyway).
+// Step 3, on this host's communicator. One part per local rank (parts_ == local_size: every
+// host has that many ranks, or 3+1): an in-place MPI_Allgatherv of the parts (each rank's part
+// copied once to each other rank). Otherwise (several parts per rank, e.g. 3+2 ranks: 6 parts):
+// non-owned parts zeroed and the in-host sum again (max/min: the in-host op again; the owners'
+// values win anyway). The choice depends on this host's layout and `count` only, the same on
+// every rank of the host.
 void HierAllreduce::share(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {
   const size_t elem = elem_size(type);
   const int L = layout_.local_size;

@@ -8,8 +8,8 @@
 //      path; MPI_Allreduce on the host's communicator where that path is off);
 //   2. across hosts: for each part it owns, a rank allreduces that part with the part's owners
 //      on the other hosts (one communicator per part, one rank per host);
-//   3. inside each host: the owners' parts are shared. With one part per rank (every host has
-//      the same number of ranks) an in-place MPI_Allgatherv on the host; otherwise (sum)
+//   3. inside each host: the owners' parts are shared. With one part per rank (parts == the
+//      host's ranks, e.g. 2+2 or 3+1) an in-place MPI_Allgatherv on the host; otherwise (sum)
 //      non-owned parts zeroed, then the same in-host sum, which adds only zeros to each value
 //      (max/min: the in-host op again).
 // On a 1 Gbit/s link with H hosts this sends 2 (H-1)/H x S bytes per host and direction, the
