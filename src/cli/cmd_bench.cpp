@@ -19,11 +19,13 @@ struct BenchArgs {
   double link_gbit = 0;  // each host's link rate, for the fraction of the physical limit
 };
 
-// The least time any allreduce of `bytes` can take over hosts whose links carry `gbit`: each
-// host must send (and receive) 2 (H-1)/H of the buffer. 0 when there is no link to cross.
-double link_limit_us(int64_t bytes, int hosts, double gbit) {
+// The least time any `op` on `bytes` (the whole buffer) can take over hosts whose links carry
+// `gbit`: for an allreduce each host must send (and receive) 2 (H-1)/H of the buffer, for a
+// reduce_scatter or allgather (H-1)/H (even hosts). 0 when there is no link to cross.
+double link_limit_us(const std::string& op, int64_t bytes, int hosts, double gbit) {
   if (hosts < 2 || gbit <= 0) return 0;
-  return 2.0 * (hosts - 1) / hosts * bytes * 8 / (gbit * 1e9) * 1e6;
+  const double share = (op == "allreduce" ? 2.0 : 1.0) * (hosts - 1) / hosts;
+  return share * bytes * 8 / (gbit * 1e9) * 1e6;
 }
 
 int bench(World& w, const std::string& op, const BenchArgs& a) {
@@ -50,7 +52,7 @@ int bench(World& w, const std::string& op, const BenchArgs& a) {
                         {"busbw_ratio", r.mpi_busbw_GBps > 0 ? r.busbw_GBps / r.mpi_busbw_GBps : 0},
                         {"allreduce", a.allreduce},
                         {"dtype", a.dtype}};
-    if (double lim = link_limit_us(r.bytes, w.node_count(), a.link_gbit); lim > 0 && op == "allreduce") {
+    if (double lim = link_limit_us(op, r.bytes, w.node_count(), a.link_gbit); lim > 0) {
       j["link_limit_us"] = lim;
       j["link_frac"] = lim / r.time_us;
       j["mpi_link_frac"] = lim / r.mpi_time_us;
@@ -77,12 +79,12 @@ void add(CLI::App& root, Action& chosen) {
     ar->add_option("--allreduce", args->allreduce, "our reduction path: auto, flat or hierarchical")
         ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
         ->type_name("{auto,flat,hierarchical}");
-    if (std::string(name) == "allreduce") {
+    if (std::string(name) == "allreduce")
       ar->add_option("--dtype", args->dtype, "fp32, or bf16 (16 bits on the wire)")->check(CLI::IsMember({"fp32", "bf16"}))->type_name("{fp32,bf16}");
-      ar->add_option("--link-gbit", args->link_gbit,
-                     "each host's link rate in Gbit/s: adds link_limit_us (the least time any allreduce needs, "
-                     "2(H-1)/H of the bytes per host) and link_frac (that / ours)");
-    }
+    ar->add_option("--link-gbit", args->link_gbit,
+                   "each host's link rate in Gbit/s: adds link_limit_us (the least time the collective needs: "
+                   "2(H-1)/H of the bytes per host for allreduce, (H-1)/H for reduce_scatter and allgather) "
+                   "and link_frac (that / ours)");
     std::string op = name;
     ar->callback([&chosen, args, op] { chosen = [args, op](World& w) { return bench(w, op, *args); }; });
   }

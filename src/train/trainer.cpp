@@ -144,7 +144,10 @@ void Trainer::State::setup() {
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
-  if (world.size() > 1) rep->message("hpctrain train: " + comm->describe_algorithms().front());
+  if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
+    const std::vector<std::string> algos = comm->describe_algorithms();
+    for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
+  }
   if (const DatasetInfo& inf = train->info(); inf.tokens) {
     char buf[300];
     std::snprintf(buf, sizeof buf,

@@ -2,10 +2,12 @@
 # cluster (label `cluster`): the hierarchical allreduce across 2 namespace hosts.
 #   a. 2 hosts x 2 ranks picks it by itself (auto; the train log says so and why) and ends with
 #      the parameters of 1 host x 4 ranks (fp32, 1e-5 per tensor), and of --allreduce flat on the
-#      same hosts (ZeRO-1 too: its reduce-scatter and allgather take the same path).
-#   b. 2 hosts x 3 ranks == 1 host x 6 ranks; uneven 3 + 1 == 1 host x 4 ranks.
+#      same hosts; ZeRO-1 too, whose reduce-scatter and allgather take their own hierarchical
+#      path (each block's host sums sent once to its owner; each block once to each other host).
+#   b. 2 hosts x 3 ranks == 1 host x 6 ranks; uneven 3 + 1 == 1 host x 4 ranks, DDP and ZeRO-1.
 #   c. --grad-comm-dtype bf16 on 2 x 2: trains and ends near the fp32 run (bf16 rounding of every
-#      averaged gradient: 2e-2 per tensor after 20 steps; train and test loss within 2%).
+#      averaged gradient: 2e-2 per tensor after 20 steps; train and test loss within 2%); ZeRO-1
+#      with bf16 gradients near ZeRO-1 fp32 the same way.
 source "$(dirname "$0")/lib.sh"
 cluster_start 2
 D="$WORK/d"
@@ -42,6 +44,7 @@ same h22 one4
 same h22 f22
 ok "a. 2 hosts x 2 ranks: auto -> hierarchical; == 1 host x 4 ranks and == --allreduce flat (1e-5)"
 run hz22 mn "$WORK/hf22" --zero 1
+grep -q "reduce_scatter: hierarchical" "$WORK/hz22.txt" || { grep reduce_scatter "$WORK/hz22.txt"; fail "ZeRO-1 on 2 x 2: reduce_scatter not hierarchical"; }
 run z4 np 4 --zero 1
 same hz22 z4
 ok "a. ZeRO-1 (reduce-scatter + allgather) hierarchical on 2 x 2 == 1 host x 4 ranks"
@@ -58,6 +61,10 @@ grep -q "hierarchical: 2 hosts (3+1 ranks)" "$WORK/h31.txt" || { grep allreduce 
 run one4b np 4
 same h31 one4b
 ok "b. uneven 3 + 1 ranks == 1 host x 4 ranks (1e-5)"
+run hz31 mn "$WORK/hf31" --zero 1
+run z4b np 4 --zero 1
+same hz31 z4b
+ok "b. ZeRO-1 on uneven 3 + 1 ranks == 1 host x 4 ranks (1e-5)"
 
 # --- c. bf16 gradient communication --------------------------------------------------------------
 common[${#common[@]}-3]=8
@@ -71,3 +78,6 @@ for k in ("train_loss", "test_loss"):
 print(f"bf16 train/test loss {b['train_loss']:.5f}/{b['test_loss']:.5f}, fp32 {f['train_loss']:.5f}/{f['test_loss']:.5f}")
 EOF
 ok "c. --grad-comm-dtype bf16 on 2 x 2: within 2e-2 of fp32 per tensor, train and test loss within 2%"
+run bz22 mn "$WORK/hf22" --grad-comm-dtype bf16 --zero 1
+same bz22 hz22 2e-2
+ok "c. ZeRO-1 with --grad-comm-dtype bf16 on 2 x 2: within 2e-2 of ZeRO-1 fp32 per tensor"

@@ -2,9 +2,6 @@
 // parts' owners, in-host share of the owners' parts. See the header for the algorithm.
 #include "comm/mpi/hier_allreduce.h"
 
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -35,23 +32,6 @@ void mpi_allreduce(void* data, int64_t count, MPI_Datatype type, size_t elem, MP
   }
 }
 
-template <typename H>
-void widen(const uint16_t* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    H h;
-    std::memcpy(&h, in + i, 2);
-    out[i] = static_cast<float>(h);
-  }
-}
-
-template <typename H>
-void narrow(const float* in, uint16_t* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    H h(in[i]);
-    std::memcpy(out + i, &h, 2);
-  }
-}
-
 }  // namespace
 
 int HostLayout::max_local() const { return *std::max_element(ranks_per_host.begin(), ranks_per_host.end()); }
@@ -76,15 +56,26 @@ HostLayout HostLayout::of(MPI_Comm comm, MPI_Comm node) {
   HPC_MPI_CHECK(MPI_Comm_rank(node, &h.local_rank));
   HPC_MPI_CHECK(MPI_Comm_size(node, &h.local_size));
   HPC_MPI_CHECK(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, node));
-  int mine[2] = {leader, h.local_size};
-  std::vector<int> all(2 * static_cast<size_t>(size));
-  HPC_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm));
+  int mine[3] = {leader, h.local_size, h.local_rank};
+  std::vector<int> all(3 * static_cast<size_t>(size));
+  HPC_MPI_CHECK(MPI_Allgather(mine, 3, MPI_INT, all.data(), 3, MPI_INT, comm));
+  std::vector<int> host_at(size, -1);  // by leader rank
   for (int r = 0; r < size; ++r)  // a host is listed at its leader (its lowest rank), in rank order
-    if (all[2 * r] == r) {
-      if (r == leader) h.host_index = static_cast<int>(h.ranks_per_host.size());
-      h.ranks_per_host.push_back(all[2 * r + 1]);
+    if (all[3 * r] == r) {
+      host_at[r] = static_cast<int>(h.ranks_per_host.size());
+      h.ranks_per_host.push_back(all[3 * r + 1]);
     }
   h.hosts = static_cast<int>(h.ranks_per_host.size());
+  h.host_index = host_at[leader];
+  h.host_of.resize(size);
+  h.local_of.resize(size);
+  h.ranks_on.resize(h.hosts);
+  for (int g = 0; g < h.hosts; ++g) h.ranks_on[g].assign(h.ranks_per_host[g], -1);
+  for (int r = 0; r < size; ++r) {
+    h.host_of[r] = host_at[all[3 * r]];
+    h.local_of[r] = all[3 * r + 2];
+    h.ranks_on[h.host_of[r]][h.local_of[r]] = r;
+  }
   return h;
 }
 
@@ -92,6 +83,7 @@ std::unique_ptr<HierAllreduce> HierAllreduce::create(MPI_Comm comm, MPI_Comm nod
   std::unique_ptr<HierAllreduce> h(new HierAllreduce());
   h->layout_ = HostLayout::of(comm, node);
   HPC_MPI_CHECK(MPI_Comm_dup(node, &h->node_));
+  HPC_MPI_CHECK(MPI_Comm_dup(comm, &h->world_));
   // Parts: every host's ranks share them evenly when the lcm is small; else the largest host's count.
   int64_t lcm = 1;
   for (int l : h->layout_.ranks_per_host) lcm = std::min<int64_t>(std::lcm(lcm, l), kMaxParts + 1);
@@ -114,6 +106,7 @@ HierAllreduce::~HierAllreduce() {
   for (auto& c : cross_)
     if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
   if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+  if (world_ != MPI_COMM_NULL) MPI_Comm_free(&world_);
 }
 
 std::string HierAllreduce::describe() const {
@@ -151,9 +144,13 @@ void HierAllreduce::in_host(void* data, int64_t count, MPI_Datatype type, MPI_Op
   mpi_allreduce(data, count, type, elem_size(type), op, node_);
 }
 
+size_t HierAllreduce::reducible(MPI_Datatype type, MPI_Op op) {
+  return op == MPI_SUM || op == MPI_MAX || op == MPI_MIN ? elem_size(type) : 0;
+}
+
 bool HierAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {
-  const size_t elem = elem_size(type);
-  if (elem == 0 || (op != MPI_SUM && op != MPI_MAX && op != MPI_MIN)) return false;
+  const size_t elem = reducible(type, op);
+  if (elem == 0) return false;
   if (count == 0) return true;
   auto* bytes = static_cast<char*>(data);
   in_host(data, count, type, op);
@@ -190,22 +187,21 @@ void HierAllreduce::share(void* data, int64_t count, MPI_Datatype type, MPI_Op o
 
 void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
   if (count == 0) return;
-  const bool bf16 = dtype == c10::kBFloat16;
   MPI_Op op16 = half_sum_op(dtype);  // throws for other dtypes
   stage_.resize(static_cast<size_t>(count));
   float* f = stage_.data();
-  bf16 ? widen<c10::BFloat16>(data, f, count) : widen<c10::Half>(data, f, count);
+  widen_half(dtype, data, f, count);
   in_host(f, count, MPI_FLOAT, MPI_SUM);
   for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
     if (layout_.hosts == 1) return;
-    bf16 ? narrow<c10::BFloat16>(f + off, data + off, n) : narrow<c10::Half>(f + off, data + off, n);
+    narrow_half(dtype, f + off, data + off, n);
     for (int64_t o = off; o < off + n; o += kMaxCount)
       HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + o, static_cast<int>(std::min(kMaxCount, off + n - o)),
                                   MPI_UINT16_T, op16, cross));
-    bf16 ? widen<c10::BFloat16>(data + off, f + off, n) : widen<c10::Half>(data + off, f + off, n);
+    widen_half(dtype, data + off, f + off, n);
   });
   if (layout_.hosts > 1 && layout_.local_size > 1) share(f, count, MPI_FLOAT, MPI_SUM);
-  bf16 ? narrow<c10::BFloat16>(f, data, count) : narrow<c10::Half>(f, data, count);  // exact: values are 16-bit
+  narrow_half(dtype, f, data, count);  // exact: values are 16-bit
 }
 
 }  // namespace hpctrain

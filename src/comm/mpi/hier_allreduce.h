@@ -29,6 +29,20 @@
 // - sum_half() does a sum of bfloat16/float16 bit patterns (`dtype`): steps 1 and 3 in float32,
 //   step 2 as 16 bits on the wire (comm/mpi/half_sum.h: each inter-host combine computed in
 //   float32 and rounded), so the network carries half the bytes of a float32 reduction.
+// - reduce_scatter() and allgather() (ZeRO-1's gradients and parameters) work on a buffer of W
+//   blocks of `block` elements, block r belonging to rank r of `comm` (W = its size), and move
+//   only what the result needs across hosts (comm/mpi/hier_blocks.cpp):
+//   reduce_scatter: the in-host sum of the whole buffer, then each block's host sums go straight
+//     to its owner, from one rank per other host (on host h the rank whose local index is the
+//     owner's local index mod L_h, so a host's ranks share the sending), and the owner adds them
+//     in host order. A host sends (W - L_h) x block elements: the bytes of the blocks it does not
+//     own, once, (H-1)/H x S for even hosts, half of what an allreduce moves.
+//   allgather: each rank sends its block to one rank per other host (chosen as above), then each
+//     host shares its ranks' own and received blocks: an in-host sum of zero-padded blocks, done
+//     on the bits as integers (x + 0 == x for every bit pattern, -0.0 and NaN included). A host
+//     receives the (W - L_h) blocks of the other hosts once.
+//   Both are collective over `comm`, called from the same thread as allreduce(); results equal
+//   the flat collective's (reduce_scatter: up to the order of floating-point sums).
 // - No timeout of its own (the communicator's watchdog guards the comm thread). The destructor
 //   frees its communicators unless MPI is finalized or an exception is unwinding (as
 //   ShmAllreduce's).
@@ -52,6 +66,8 @@ struct HostLayout {
   std::vector<int> ranks_per_host;  // in the order of each host's lowest rank
   int host_index = 0;               // this rank's host, an index into ranks_per_host
   int local_rank = 0, local_size = 1;
+  std::vector<int> host_of, local_of;     // per rank of comm: its host, its index on that host
+  std::vector<std::vector<int>> ranks_on;  // per host: its ranks of comm, by local index
   int max_local() const;
   bool uneven() const;
   std::string text() const;  // "2 hosts x 2 ranks" or "2 hosts (3+1 ranks)"
@@ -70,6 +86,17 @@ class HierAllreduce {
   // In place sum of `count` 16-bit floats of `dtype` (kBFloat16 or kHalf).
   void sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype);
 
+  // Sum/max/min of block `rank` over all ranks into `out` (`block` elements); `data` (W blocks)
+  // is left holding this host's sums. false (nothing touched) for a type or op allreduce() declines.
+  bool reduce_scatter(void* data, void* out, int64_t block, MPI_Datatype type, MPI_Op op);
+  // The same for a sum of 16-bit floats of `dtype`: in-host sums in float32, host sums cross
+  // hosts as 16 bits, the owner adds them in float32 and rounds once.
+  void reduce_scatter_half(uint16_t* data, uint16_t* out, int64_t block, c10::ScalarType dtype);
+  // In place: block `rank` of `data` is this rank's; on return every block holds its owner's,
+  // bitwise. Elements of `elem_bytes`; false (nothing touched) when a block's bytes are not a
+  // multiple of 4 (the caller then uses MPI_Allgather).
+  bool allgather(void* data, int64_t block, size_t elem_bytes);
+
   const HostLayout& layout() const { return layout_; }
   int parts() const { return parts_; }
   // One line: the layout, the parts, what carries each step.
@@ -83,13 +110,21 @@ class HierAllreduce {
   void zero_unowned(char* data, int64_t count, size_t elem) const;
   int64_t part_step(int64_t count) const;
   void share(void* data, int64_t count, MPI_Datatype type, MPI_Op op);  // step 3
+  // reduce_scatter's step 2: sends the host sums of the blocks this rank carries to their owners
+  // and receives this rank's block from one rank of each other host, into `recv` (hosts - 1
+  // blocks of `bytes`, in host order).
+  void send_to_owners(const char* data, char* recv, int64_t bytes);
+  int carrier(int host, int local) const;
+  static size_t reducible(MPI_Datatype type, MPI_Op op);  // element bytes of what allreduce() takes, else 0  // the rank of `host` that carries blocks of local index `local`
 
   HostLayout layout_;
   MPI_Comm node_ = MPI_COMM_NULL;     // dup of the host group
+  MPI_Comm world_ = MPI_COMM_NULL;    // dup of comm (reduce_scatter's and allgather's messages)
   std::vector<MPI_Comm> cross_;       // per part: the owners, one per host (MPI_COMM_NULL if not ours)
   std::unique_ptr<ShmAllreduce> shm_;  // steps 1 and 3 without spinning (null: MPI_Allreduce on node_)
   int parts_ = 1;
   std::vector<float> stage_;  // sum_half's float32 copy
+  std::vector<char> recv_;    // reduce_scatter's blocks from the other hosts
 };
 
 }  // namespace hpctrain

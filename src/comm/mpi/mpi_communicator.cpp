@@ -146,17 +146,20 @@ void MpiCommunicator::choose_paths(AllreduceAlgo asked) {
 
 std::vector<std::string> MpiCommunicator::describe_algorithms() const {
   const Impl& i = *impl_;
-  const bool reduced_by_path = i.hier || i.shm;
   const char* half =
       i.paths().half_on_wire() ? "bfloat16/float16 sums cross hosts as 16 bits (each combine in float32)"
                                : "bfloat16/float16 reduced in float32, rounded once";
   return {
       "allreduce: " + i.algorithm,
       std::string("reduce_scatter: ") +
-          (reduced_by_path ? "the allreduce above, then this rank's block" : "MPI_Reduce_scatter_block"),
+          (i.hier ? "hierarchical: the in-host sum, then each block's host sums sent once to its owner "
+                    "((H-1)/H of the bytes per host)"
+                  : i.shm ? "the allreduce above, then this rank's block" : "MPI_Reduce_scatter_block"),
       std::string("allgather_into: ") +
-          (reduced_by_path ? "float/int: a sum of zero-padded blocks over the allreduce above; other types MPI_Allgather"
-                           : "MPI_Allgather"),
+          (i.hier ? "hierarchical: each block sent once to each other host, then shared inside the host "
+                    "(blocks of a multiple of 4 bytes; else MPI_Allgather)"
+                  : i.shm ? "float/int: a sum of zero-padded blocks over the allreduce above; other types MPI_Allgather"
+                          : "MPI_Allgather"),
       "broadcast, allgather, barrier: MPI (MPI_Bcast, MPI_Allgatherv, MPI_Barrier)",
       std::string("half types: ") + half,
   };
@@ -273,6 +276,7 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor input, at::Tensor output, 
                               [input, output, op, n, world, rank, p]() mutable {
                                 if (n == 0) return;
                                 MPI_Comm comm = p.comm;
+                                if (p.hier && reduce_scatter_hier(input, output, op, world, p)) return;
                                 if (p.shm || p.hier) {  // the allreduce's path, then this rank's block
                                   at::Tensor flat = input.view({-1});
                                   reduce_tensor(flat, op, world, p);
@@ -306,11 +310,17 @@ WorkHandle MpiCommunicator::allgather_into(at::Tensor input, at::Tensor output, 
   // blocks are zeroed and summed in (x + 0 == x), so the waits sleep like the allreduce's.
   at::ScalarType st = input.scalar_type();
   Paths p = impl_->paths();
-  const bool by_sum = (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong) && (p.shm || p.hier);
+  const bool by_sum = (st == at::kFloat || st == at::kDouble || st == at::kInt || st == at::kLong) && p.shm;
   return impl_->thread.submit(make_op_info("allgather_into", input, output.numel(), std::move(tag)),
                               [input, output, n, type, in_place, world, rank, p, by_sum]() mutable {
                                 if (n == 0) return;
                                 MPI_Comm comm = p.comm;
+                                if (p.hier) {  // across hosts each block once, then shared in each host
+                                  if (!in_place)
+                                    output.view({-1}).narrow(0, static_cast<int64_t>(rank) * n, n).copy_(input.view({-1}));
+                                  if (p.hier->allgather(output.data_ptr(), n, output.element_size())) return;
+                                  in_place = true;  // MPI_Allgather below, from the block just placed
+                                }
                                 if (by_sum) {
                                   at::Tensor flat = output.view({-1});
                                   int64_t off = static_cast<int64_t>(rank) * n;

@@ -71,4 +71,21 @@ void reduce_tensor(at::Tensor& t, ReduceOp op, int world, const Paths& p) {
   if (!buf.is_same(t)) t.copy_(buf);
 }
 
+bool reduce_scatter_hier(at::Tensor& input, at::Tensor& output, ReduceOp op, int world, const Paths& p) {
+  const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAvg;
+  const int64_t n = output.numel();
+  if (is_half(input.scalar_type()) && sum) {
+    p.hier->reduce_scatter_half(static_cast<uint16_t*>(input.data_ptr()), static_cast<uint16_t*>(output.data_ptr()), n,
+                                input.scalar_type());
+    if (op == ReduceOp::kAvg) output.copy_(output.to(at::kFloat).div_(world));
+    return true;
+  }
+  at::Tensor in = is_half(input.scalar_type()) ? input.to(at::kFloat) : input;
+  at::Tensor out = is_half(input.scalar_type()) ? at::empty({n}, in.options()) : output;
+  if (!p.hier->reduce_scatter(in.data_ptr(), out.data_ptr(), n, mpi_type(in.scalar_type()), mpi_op(op))) return false;
+  if (op == ReduceOp::kAvg) out.div_(world);
+  if (!out.is_same(output)) output.view({-1}).copy_(out.view({-1}));
+  return true;
+}
+
 }  // namespace hpctrain::mpi_detail

@@ -8,6 +8,10 @@
 //   path itself. Half types (float16/bfloat16) summed across hosts (half_on_wire()) travel as
 //   16 bits with half_sum_op (each combine in float32, rounded); otherwise they are staged in
 //   float32 and rounded once. kAvg divides by `world` afterwards (in float32 for half types).
+// - reduce_scatter_hier() is reduce_scatter on the hierarchical path (p.hier set): `input` holds
+//   `world` blocks of output.numel() elements (clobbered), `output` gets this rank's block of the
+//   reduction. Half-type sums go through HierAllreduce::reduce_scatter_half, half max/min through
+//   float32. false (nothing touched) for a type the path does not take (the caller then uses MPI).
 // - mpi_type/mpi_op map dtypes and ops to MPI (MPI_DATATYPE_NULL / MPI_OP_NULL when none);
 //   MPI counts are int, so buffers go in pieces of kChunk elements.
 #pragma once
@@ -43,6 +47,7 @@ struct Paths {
 };
 
 void reduce_tensor(at::Tensor& t, ReduceOp op, int world, const Paths& p);
+bool reduce_scatter_hier(at::Tensor& input, at::Tensor& output, ReduceOp op, int world, const Paths& p);
 
 }  // namespace mpi_detail
 }  // namespace hpctrain

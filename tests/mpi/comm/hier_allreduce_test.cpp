@@ -25,6 +25,7 @@
 #include "comm/mpi/hier_allreduce.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "runtime/check.h"
+#include "hier_layouts.h"
 #include "support/test_world.h"
 
 using namespace hpctrain;
@@ -32,53 +33,10 @@ using hpctrain::testing::world;
 
 namespace {
 
-struct Grouping {
-  std::string name;
-  std::function<int(int rank, int size)> host;  // the host a rank is on
-};
-
-std::vector<Grouping> groupings() {
-  return {
-      {"one host", [](int, int) { return 0; }},
-      {"one rank per host", [](int r, int) { return r; }},
-      {"even halves", [](int r, int n) { return r < (n + 1) / 2 ? 0 : 1; }},
-      {"3+1", [](int r, int n) { return r < n - 1 ? 0 : 1; }},
-      {"1+3", [](int r, int) { return r == 0 ? 0 : 1; }},
-      {"interleaved", [](int r, int) { return r % 2; }},
-  };
-}
-
-// Runs `body` once per grouping with that grouping's HierAllreduce.
-void for_each_layout(const std::function<void(HierAllreduce&, const std::string&)>& body) {
-  const int rank = world().rank(), size = world().size();
-  for (const auto& g : groupings()) {
-    MPI_Comm node;
-    ASSERT_EQ(MPI_SUCCESS, MPI_Comm_split(MPI_COMM_WORLD, g.host(rank, size), rank, &node));
-    auto h = HierAllreduce::create(MPI_COMM_WORLD, node);
-    MPI_Comm_free(&node);
-    body(*h, g.name + " (" + h->layout().text() + ", " + std::to_string(h->parts()) + " parts)");
-  }
-}
-
-// Random values; small integers when `exact` (every sum representable, so order cannot matter).
-template <typename T>
-std::vector<T> inputs(int64_t n, int rank, int salt, bool exact) {
-  std::mt19937 rng(7919 * rank + salt);
-  std::uniform_int_distribution<int> di(-1000, 1000);
-  std::uniform_real_distribution<double> dr(-1.0, 1.0);
-  std::vector<T> v(n);
-  for (auto& x : v) x = exact ? static_cast<T>(di(rng)) : static_cast<T>(dr(rng));
-  return v;
-}
-
-template <typename T>
-void same_bits_everywhere(const std::vector<T>& v, const std::string& what) {
-  std::vector<T> root = v;
-  MPI_Bcast(root.data(), static_cast<int>(root.size() * sizeof(T)), MPI_BYTE, 0, MPI_COMM_WORLD);
-  int differ = std::memcmp(root.data(), v.data(), v.size() * sizeof(T)) != 0, any = 0;
-  MPI_Allreduce(&differ, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  EXPECT_EQ(any, 0) << "ranks hold different bits: " << what;
-}
+using hpctrain::testing::expect_equal_sums;
+using hpctrain::testing::for_each_layout;
+using hpctrain::testing::inputs;
+using hpctrain::testing::same_bits_everywhere;
 
 // Hierarchical against flat MPI_Allreduce on the same inputs.
 template <typename T>
@@ -88,16 +46,7 @@ void check(HierAllreduce& h, int64_t n, MPI_Datatype type, MPI_Op op, bool exact
   ASSERT_TRUE(h.allreduce(ours.data(), n, type, op));
   if (n > 0) MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(n), type, op, MPI_COMM_WORLD);
   const std::string what = where + " n=" + std::to_string(n) + " salt=" + std::to_string(salt);
-  if (exact || op != MPI_SUM) {
-    EXPECT_TRUE(ours == flat) << what;
-  } else {  // fp sums in another order: within 1e-6 relative of the flat result (per-tensor norm)
-    double diff = 0, norm = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      diff += (double(ours[i]) - double(flat[i])) * (double(ours[i]) - double(flat[i]));
-      norm += double(flat[i]) * double(flat[i]);
-    }
-    EXPECT_LE(std::sqrt(diff), 1e-6 * std::sqrt(norm) + 1e-30) << what;
-  }
+  expect_equal_sums(ours, flat, exact || op != MPI_SUM, what);
   same_bits_everywhere(ours, what);
 }
 
