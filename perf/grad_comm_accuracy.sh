@@ -4,8 +4,9 @@
 # (launch/local.sh). Writes perf/results/gradcomm-<model>-<dtype>-<date>.jsonl and prints a table
 # of the final test accuracy and loss per dtype.
 #   perf/grad_comm_accuracy.sh [--model cnn] [--epochs 5] [--dtypes "fp32 bf16"] [--ranks 2] [-- TRAIN ARGS...]
-# Defaults are README's cnn reference run (batch 64 per rank, SGD lr 0.05 momentum 0.9, weight
-# decay 5e-4, cosine). HPCTRAIN_DATA: a dir with train.h5/test.h5 (default: Fashion-MNIST,
+# The training flags are README's reference run of the model: cnn (batch 64 per rank, SGD lr 0.05
+# momentum 0.9, weight decay 5e-4, cosine) or resnet (lr 0.1 Nesterov, weight decay 5e-4, 200
+# warm-up steps, cosine, augmentation); the schedule spans --epochs. HPCTRAIN_DATA: a dir with train.h5/test.h5 (default: Fashion-MNIST,
 # converted once into ~/.cache/hpctrain/fashion-mnist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,13 +25,17 @@ BIN=${HPCTRAIN_BIN:-build/hpctrain}
 [ -x "$BIN" ] || { echo "grad_comm_accuracy.sh: $BIN not built (bash launch/setup.sh)" >&2; exit 2; }
 DATA=${HPCTRAIN_DATA:-$HOME/.cache/hpctrain/fashion-mnist}
 [ -f "$DATA/train.h5" ] || "$BIN" data fashion-mnist --out "$DATA" >/dev/null
+case "$model" in
+  resnet) flags=(--lr 0.1 --nesterov true --weight-decay 5e-4 --warmup-steps 200 --schedule cosine --augment true) ;;
+  *) flags=(--lr 0.05 --momentum 0.9 --weight-decay 5e-4 --schedule cosine) ;;
+esac
 stamp=$(date +%Y%m%d-%H%M)
 out=()
 for dt in $dtypes; do
   m=perf/results/gradcomm-$model-$dt-$stamp.jsonl
   echo "=== $model, --grad-comm-dtype $dt, $ranks ranks, $epochs epochs ($(date +%H:%M:%S))"
   HPCTRAIN_BIN=$BIN launch/local.sh -n "$ranks" -- train --model "$model" --data "$DATA" --epochs "$epochs" \
-    --batch-size 64 --lr 0.05 --momentum 0.9 --weight-decay 5e-4 --schedule cosine --seed 0 --log-every 200 \
+    --batch-size 64 "${flags[@]}" --seed 0 --log-every 200 \
     --grad-comm-dtype "$dt" --metrics "$m" "${extra[@]}" | grep -v '^{' | tail -2
   out+=("$m")
 done

@@ -8,6 +8,7 @@
 #include <exception>
 #include <numeric>
 
+#include "comm/mpi/direct_exchange.h"
 #include "comm/mpi/half_sum.h"
 #include "comm/mpi/shm_allreduce.h"
 #include "runtime/check.h"
@@ -155,7 +156,7 @@ bool HierAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_
   auto* bytes = static_cast<char*>(data);
   in_host(data, count, type, op);
   for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
-    if (layout_.hosts > 1) mpi_allreduce(bytes + off * elem, n, type, elem, op, cross);
+    if (layout_.hosts > 1) mpi_detail::direct_allreduce(bytes + off * elem, n, elem, type, op, cross, recv_);
   });
   if (layout_.hosts > 1 && layout_.local_size > 1) share(data, count, type, op);
   return true;
@@ -168,7 +169,7 @@ bool HierAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_
 // values win anyway). The choice depends on this host's layout and `count` only, the same on
 // every rank of the host.
 void HierAllreduce::share(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {
-  const size_t elem = elem_size(type);
+  const size_t elem = elem_size(type);  // 0 for MPI_UINT16_T, which takes the MPI_Allgatherv only
   const int L = layout_.local_size;
   if (parts_ == L && count <= kMaxCount) {
     const int64_t step = part_step(count);
@@ -188,20 +189,29 @@ void HierAllreduce::share(void* data, int64_t count, MPI_Datatype type, MPI_Op o
 void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
   if (count == 0) return;
   MPI_Op op16 = half_sum_op(dtype);  // throws for other dtypes
-  stage_.resize(static_cast<size_t>(count));
-  float* f = stage_.data();
-  widen_half(dtype, data, f, count);
-  in_host(f, count, MPI_FLOAT, MPI_SUM);
+  // Step 1: the in-host sum in float32, rounded once to 16 bits (shared memory: 16-bit slots).
+  if (layout_.local_size > 1 && !(shm_ && shm_->sum_half(data, count, dtype))) {
+    stage_.resize(static_cast<size_t>(count));
+    widen_half(dtype, data, stage_.data(), count);
+    in_host(stage_.data(), count, MPI_FLOAT, MPI_SUM);
+    narrow_half(dtype, stage_.data(), data, count);
+  }
+  if (layout_.hosts == 1) return;
   for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
-    if (layout_.hosts == 1) return;
-    narrow_half(dtype, f + off, data + off, n);
-    for (int64_t o = off; o < off + n; o += kMaxCount)
-      HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + o, static_cast<int>(std::min(kMaxCount, off + n - o)),
-                                  MPI_UINT16_T, op16, cross));
-    widen_half(dtype, data + off, f + off, n);
+    mpi_detail::direct_allreduce(reinterpret_cast<char*>(data + off), n, 2, MPI_UINT16_T, op16, cross, recv_);
   });
-  if (layout_.hosts > 1 && layout_.local_size > 1) share(f, count, MPI_FLOAT, MPI_SUM);
-  narrow_half(dtype, f, data, count);  // exact: values are 16-bit
+  if (layout_.local_size == 1) return;  // this rank owns every part
+  if (parts_ == layout_.local_size && count <= kMaxCount) {  // the owners' 16-bit parts, copied as they are
+    share(data, count, MPI_UINT16_T, MPI_SUM);
+    return;
+  }
+  // Several parts per rank: the others' parts zeroed and summed in (x + 0 rounds to x).
+  zero_unowned(reinterpret_cast<char*>(data), count, 2);
+  if (shm_ && shm_->sum_half(data, count, dtype)) return;
+  stage_.resize(static_cast<size_t>(count));
+  widen_half(dtype, data, stage_.data(), count);
+  in_host(stage_.data(), count, MPI_FLOAT, MPI_SUM);
+  narrow_half(dtype, stage_.data(), data, count);
 }
 
 }  // namespace hpctrain

@@ -7,7 +7,9 @@
 //   1. inside each host: allreduce of the whole buffer (ShmAllreduce's sleeping shared-memory
 //      path; MPI_Allreduce on the host's communicator where that path is off);
 //   2. across hosts: for each part it owns, a rank allreduces that part with the part's owners
-//      on the other hosts (one communicator per part, one rank per host);
+//      on the other hosts (one communicator per part, one rank per host) by direct exchange
+//      (comm/mpi/direct_exchange.h: each owner combines one slice of the part from every host
+//      and sends it back to all; measured faster than MPI_Allreduce on these pairs);
 //   3. inside each host: the owners' parts are shared. With one part per rank (parts == the
 //      host's ranks, e.g. 2+2 or 3+1) an in-place MPI_Allgatherv on the host; otherwise (sum)
 //      non-owned parts zeroed, then the same in-host sum, which adds only zeros to each value
@@ -26,8 +28,9 @@
 //   any count >= 0. Results equal a flat allreduce up to the order of floating-point sums, and
 //   every rank gets the same bits (each part's final value is computed by one inter-host
 //   allreduce and copied bitwise inside each host).
-// - sum_half() does a sum of bfloat16/float16 bit patterns (`dtype`): steps 1 and 3 in float32,
-//   step 2 as 16 bits on the wire (comm/mpi/half_sum.h: each inter-host combine computed in
+// - sum_half() does a sum of bfloat16/float16 bit patterns (`dtype`): step 1 in float32, step 3
+//   copies the 16-bit results (through float32 where ranks own several parts), step 2 as 16 bits
+//   on the wire (comm/mpi/half_sum.h: each inter-host combine computed in
 //   float32 and rounded), so the network carries half the bytes of a float32 reduction.
 // - reduce_scatter() and allgather() (ZeRO-1's gradients and parameters) work on a buffer of W
 //   blocks of `block` elements, block r belonging to rank r of `comm` (W = its size), and move
@@ -124,7 +127,7 @@ class HierAllreduce {
   std::unique_ptr<ShmAllreduce> shm_;  // steps 1 and 3 without spinning (null: MPI_Allreduce on node_)
   int parts_ = 1;
   std::vector<float> stage_;  // sum_half's float32 copy
-  std::vector<char> recv_;    // reduce_scatter's blocks from the other hosts
+  std::vector<char> recv_;    // what step 2 and reduce_scatter receive from the other hosts
 };
 
 }  // namespace hpctrain

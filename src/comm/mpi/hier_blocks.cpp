@@ -1,10 +1,10 @@
 // HierAllreduce's block collectives for ZeRO-1 (reduce_scatter, allgather): only the bytes the
 // result needs cross hosts, each block once. See hier_allreduce.h for the contract.
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <vector>
 
+#include "comm/mpi/direct_exchange.h"
 #include "comm/mpi/half_sum.h"
 #include "comm/mpi/hier_allreduce.h"
 #include "runtime/check.h"
@@ -12,32 +12,11 @@
 namespace hpctrain {
 namespace {
 
-constexpr int64_t kMaxBytes = int64_t{1} << 30;  // one message (MPI counts are int)
+using mpi_detail::post;
+using mpi_detail::reduce_local;
+using mpi_detail::wait_all;
+
 constexpr int kTagScatter = 7301, kTagGather = 7302;
-
-// A send or receive of `bytes` as messages of at most kMaxBytes (one tag: MPI keeps their order).
-void post(std::vector<MPI_Request>& reqs, bool send, char* p, int64_t bytes, int peer, int tag, MPI_Comm comm) {
-  for (int64_t off = 0; off < bytes; off += kMaxBytes) {
-    const int n = static_cast<int>(std::min(kMaxBytes, bytes - off));
-    reqs.emplace_back();
-    if (send)
-      HPC_MPI_CHECK(MPI_Isend(p + off, n, MPI_BYTE, peer, tag, comm, &reqs.back()));
-    else
-      HPC_MPI_CHECK(MPI_Irecv(p + off, n, MPI_BYTE, peer, tag, comm, &reqs.back()));
-  }
-}
-
-void wait_all(std::vector<MPI_Request>& reqs) {
-  if (!reqs.empty()) HPC_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
-}
-
-// inout = in op inout, in pieces of int counts.
-void reduce_local(const char* in, char* inout, int64_t count, size_t elem, MPI_Datatype type, MPI_Op op) {
-  constexpr int64_t kPiece = INT_MAX / 16;
-  for (int64_t off = 0; off < count; off += kPiece)
-    HPC_MPI_CHECK(MPI_Reduce_local(in + off * elem, inout + off * elem, static_cast<int>(std::min(kPiece, count - off)),
-                                   type, op));
-}
 
 }  // namespace
 

@@ -65,6 +65,11 @@ void reduce_tensor(at::Tensor& t, ReduceOp op, int world, const Paths& p) {
     if (op == ReduceOp::kAvg) t.copy_(t.to(at::kFloat).div_(world));
     return;
   }
+  if (is_half(t.scalar_type()) && sum && p.shm &&
+      p.shm->sum_half(static_cast<uint16_t*>(t.data_ptr()), t.numel(), t.scalar_type())) {  // float32 sums, rounded once
+    if (op == ReduceOp::kAvg) t.copy_(t.to(at::kFloat).div_(world));
+    return;
+  }
   at::Tensor buf = is_half(t.scalar_type()) ? t.to(at::kFloat) : t;
   allreduce_inplace(buf.data_ptr(), buf.numel(), mpi_type(buf.scalar_type()), buf.element_size(), mpi_op(op), p);
   if (op == ReduceOp::kAvg) buf.div_(world);

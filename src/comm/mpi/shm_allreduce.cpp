@@ -3,6 +3,9 @@
 // of the counter it waits for; a rank that advances a counter wakes it only when someone sleeps.
 #include "comm/mpi/shm_allreduce.h"
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <exception>
 
 #include <linux/futex.h>
@@ -18,6 +21,7 @@
 #include <ctime>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "runtime/check.h"
 
@@ -85,6 +89,28 @@ void reduce(T* out, const T* a, const T* b, int64_t n, MPI_Op op) {
   else
     reduce_op<T, 2>(out, a, b, n);
 }
+
+// 16-bit floats: out = the sum of ins[0..k) in rank order, accumulated in float32 and rounded
+// once (as a float32 sum staged and narrowed would be, without the staging).
+template <typename T>
+void sum16(T* out, const T* const* ins, int k, int64_t n) {
+  float acc[16];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 16; ++j) acc[j] = static_cast<float>(ins[0][i + j]);
+    for (int q = 1; q < k; ++q)
+      for (int j = 0; j < 16; ++j) acc[j] += static_cast<float>(ins[q][i + j]);
+    for (int j = 0; j < 16; ++j) out[i + j] = T(acc[j]);
+  }
+  for (; i < n; ++i) {
+    float a = static_cast<float>(ins[0][i]);
+    for (int q = 1; q < k; ++q) a += static_cast<float>(ins[q][i]);
+    out[i] = T(a);
+  }
+}
+
+template <typename T>
+constexpr bool kIs16 = std::is_same_v<T, c10::BFloat16> || std::is_same_v<T, c10::Half>;
 
 // PREFETCHW (x86-64: AMD since K8, Intel since Broadwell; a NOP on older cores): fetch the line
 // for writing without storing to it.
@@ -248,8 +274,14 @@ bool ShmAllreduce::run(T* data, int64_t count, MPI_Op op) {
         for (int64_t j = b + kBlock; j < std::min(hi, b + 2 * kBlock); j += 64 / int64_t{sizeof(T)})
           prefetch_write(slot + j);  // the next block's output, as in copy_to_shared
         auto in = [&](int q) -> const T* { return q == rank_ ? d + b : slot_of(q, i - 1) + b; };
-        reduce<T>(out, in(0), in(1), m, op);
-        for (int q = 2; q < size_; ++q) reduce<T>(out, nullptr, in(q), m, op);
+        if constexpr (kIs16<T>) {  // sums only (sum_half)
+          const T* ins[kMaxRanks16];
+          for (int q = 0; q < size_; ++q) ins[q] = in(q);
+          sum16<T>(out, ins, size_, m);
+        } else {
+          reduce<T>(out, in(0), in(1), m, op);
+          for (int q = 2; q < size_; ++q) reduce<T>(out, nullptr, in(q), m, op);
+        }
         std::memcpy(d + b, out, m * sizeof(T));
       }
       publish(kReduced, seq + 1);
@@ -267,6 +299,13 @@ bool ShmAllreduce::run(T* data, int64_t count, MPI_Op op) {
   }
   seq_ += chunks;
   return true;
+}
+
+bool ShmAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
+  if ((dtype != c10::kBFloat16 && dtype != c10::kHalf) || size_ > kMaxRanks16) return false;
+  if (count == 0) return true;
+  if (dtype == c10::kBFloat16) return run(reinterpret_cast<c10::BFloat16*>(data), count, MPI_SUM);
+  return run(reinterpret_cast<c10::Half*>(data), count, MPI_SUM);
 }
 
 bool ShmAllreduce::allreduce(void* data, int64_t count, MPI_Datatype type, MPI_Op op) {

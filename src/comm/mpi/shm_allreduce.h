@@ -44,6 +44,7 @@
 //   the free; the process is about to abort, so the window is left to the OS).
 #pragma once
 
+#include <c10/core/ScalarType.h>
 #include <mpi.h>
 
 #include <cstdint>
@@ -56,6 +57,7 @@ class ShmAllreduce {
   static constexpr int64_t kDefaultChunkBytes = 256 << 10;  // one pipeline stage, per rank
   static constexpr int kSlots = 16;                         // chunk slots per rank (ring)
   static constexpr int kSpinMicros = 20;
+  static constexpr int kMaxRanks16 = 256;  // sum_half's ranks per host
 
   static std::unique_ptr<ShmAllreduce> create(MPI_Comm comm, int64_t chunk_bytes = kDefaultChunkBytes);
   ~ShmAllreduce();
@@ -63,6 +65,11 @@ class ShmAllreduce {
   ShmAllreduce& operator=(const ShmAllreduce&) = delete;
 
   bool allreduce(void* data, int64_t count, MPI_Datatype type, MPI_Op op);
+  // In place sum of `count` bfloat16/float16 bit patterns (`dtype`): each value the float32 sum
+  // of the ranks' values in rank order, rounded once (the bits a float32 staging would give,
+  // with half the bytes through the window). false (nothing touched) for another dtype or more
+  // than kMaxRanks16 ranks on the host.
+  bool sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype);
 
   int size() const { return size_; }
   // Futex sleeps so far (for tests and profiles: waits that did not spin to completion).

@@ -1,8 +1,12 @@
 // ShmAllreduce (src/comm/mpi/shm_allreduce.h) under real MPI, 1, 2 and 4 ranks on one host:
 // every type and op it takes gives MPI_Allreduce's result, the same bits on every rank, across
-// chunk boundaries and uneven slices; it declines what it does not take; it agrees on one path
+// chunk boundaries and uneven slices; 16-bit float sums equal the float32 sum in rank order
+// rounded once; it declines what it does not take; it agrees on one path
 // on every rank; sub-communicators stay separate; and a rank that waits for a late peer sleeps.
 #include <gtest/gtest.h>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 
 #include <cstdio>
 
@@ -92,6 +96,50 @@ TEST(ShmAllreduce, PipelineEdgesAndRingWrapKeepEveryResult) {
   for (int64_t n : {1, 2, 15, 16, 17, 33}) check<float>(*shm, MPI_COMM_WORLD, n, MPI_FLOAT, MPI_SUM, ++salt);
 }
 
+// sum_half: each value is the float32 sum of every rank's value in rank order, rounded once,
+// bitwise (computed here from an allgather of all inputs), on every rank; random values, so
+// most sums round. Other dtypes are declined untouched.
+template <typename H>
+void check_sum_half(c10::ScalarType dt) {
+  for (int64_t chunk : {int64_t{256}, ShmAllreduce::kDefaultChunkBytes}) {
+    auto shm = ShmAllreduce::create(MPI_COMM_WORLD, chunk);
+    if (world_size() == 1) continue;
+    ASSERT_NE(shm, nullptr);
+    const int rank = world().rank(), size = world_size();
+    for (int64_t n : {1, 3, 17, 64, 1001, 300007}) {
+      std::mt19937 rng(31 * rank + static_cast<int>(n));
+      std::uniform_real_distribution<float> d(-4.f, 4.f);
+      std::vector<uint16_t> ours(n);
+      for (auto& b : ours) {
+        H h(d(rng));
+        std::memcpy(&b, &h, 2);
+      }
+      std::vector<uint16_t> all(n * size);
+      MPI_Allgather(ours.data(), static_cast<int>(n), MPI_UINT16_T, all.data(), static_cast<int>(n), MPI_UINT16_T,
+                    MPI_COMM_WORLD);
+      ASSERT_TRUE(shm->sum_half(ours.data(), n, dt));
+      for (int64_t i = 0; i < n; ++i) {
+        float acc = 0;
+        for (int q = 0; q < size; ++q) {
+          H h;
+          std::memcpy(&h, &all[q * n + i], 2);
+          acc = q == 0 ? static_cast<float>(h) : acc + static_cast<float>(h);
+        }
+        H want(acc);
+        uint16_t bits;
+        std::memcpy(&bits, &want, 2);
+        ASSERT_EQ(ours[i], bits) << "n=" << n << " i=" << i << " chunk=" << chunk;
+      }
+    }
+    std::vector<uint16_t> f(8, 7);
+    EXPECT_FALSE(shm->sum_half(f.data(), 8, c10::kFloat));
+    EXPECT_EQ(f, std::vector<uint16_t>(8, 7)) << "a declined call touches nothing";
+  }
+}
+
+TEST(ShmAllreduce, BFloat16SumIsTheFloat32SumRoundedOnce) { check_sum_half<c10::BFloat16>(c10::kBFloat16); }
+TEST(ShmAllreduce, Float16SumIsTheFloat32SumRoundedOnce) { check_sum_half<c10::Half>(c10::kHalf); }
+
 TEST(ShmAllreduce, ZeroCountAndUnsupportedTypeOrOpAreHandledOrDeclined) {
   auto shm = ShmAllreduce::create(MPI_COMM_WORLD);
   if (world_size() == 1) GTEST_SKIP() << "needs 2 ranks";
@@ -112,7 +160,7 @@ TEST(ShmAllreduce, SubCommunicatorsReduceApart) {
   MPI_Comm_split(MPI_COMM_WORLD, world().rank() % 2, world().rank(), &half);
   auto shm = ShmAllreduce::create(half);
   ASSERT_NE(shm, nullptr);
-  EXPECT_EQ(shm->size(), world_size() / 2);
+  EXPECT_EQ(shm->size(), (world_size() + 1 - world().rank() % 2) / 2);  // odd worlds: 3 + 2
   std::vector<int64_t> v(1000, world().rank());
   ASSERT_TRUE(shm->allreduce(v.data(), 1000, MPI_INT64_T, MPI_SUM));
   int64_t want = 0;
