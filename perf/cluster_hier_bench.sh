@@ -4,18 +4,19 @@
 # reduce_scatter` and `bench allgather` (ZeRO-1's, fp32) with --allreduce flat, hierarchical (and
 # the bare MPI call, which the bench runs beside ours), for 2 hosts x 2 and 2 hosts x 3 ranks;
 # then `hpctrain train` (cnn, resnet; DDP with fp32 and bf16 gradients, and ZeRO-1) samples/s and
-# comm-blocked % with each path, on the first layout.
+# comm-blocked % with each path, on the first layout (--train-layouts: others too).
 # Each figure's `link_frac` is the least time the collective can take on that link (allreduce:
 # 2(H-1)/H x bytes / rate; reduce_scatter, allgather: (H-1)/H x bytes / rate) over the time
 # measured. Interleaved rounds (flat, hierarchical, ...).
 #   perf/cluster_hier_bench.sh [--rate-mbit 1000] [--rounds 2] [--layouts "2 3"] [--models "cnn resnet"]
-#                              [--ops "allreduce reduce_scatter allgather"] [--no-train] [--out FILE.md]
+#                              [--ops "allreduce reduce_scatter allgather"] [--train-layouts "2"] [--no-train]
+#                              [--out FILE.md]
 # Open MPI settings come from the environment as for any run (hpctrain itself defaults
 # OMPI_MCA_btl_tcp_links to 2; export OMPI_MCA_btl_tcp_links=1 to see Open MPI's default).
 # Needs root and network namespaces (as `ctest -L cluster`). Writes perf/results/cluster-hier-<date>.{jsonl,md}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rate=1000 rounds=2 layouts="2 3" train=1 out="" models="cnn resnet" ops="allreduce reduce_scatter allgather"
+rate=1000 rounds=2 layouts="2 3" train_layouts="" train=1 out="" models="cnn resnet" ops="allreduce reduce_scatter allgather"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate-mbit) rate=$2; shift 2 ;;
@@ -23,6 +24,7 @@ while [ $# -gt 0 ]; do
     --layouts) layouts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --ops) ops=$2; shift 2 ;;
+    --train-layouts) train_layouts=$2; shift 2 ;;
     --no-train) train=0; shift ;;
     --out) out=$2; shift 2 ;;
     *) echo "cluster_hier_bench.sh: unknown argument $1" >&2; exit 2 ;;
@@ -61,16 +63,18 @@ done
 if [ "$train" = 1 ]; then
   D="$WORK/d"
   run_np 1 data synthetic --out "$D" --n 4096 --test-n 256 --classes 10 --height 28 --width 28 --seed 5 >/dev/null
-  L=${layouts%% *}
-  for r in $(seq "$rounds"); do
-    for model in $models; do
-      for path in flat hierarchical; do
-        for mode in fp32 bf16 zero1; do
-          flags=(--grad-comm-dtype "${mode/zero1/fp32}")
-          [ "$mode" = zero1 ] && flags+=(--zero 1)
-          mn "$WORK/hf$L" train --model "$model" --device cpu --data "$D" --batch-size 32 --max-steps 40 --log-every 20 \
-            --allreduce "$path" "${flags[@]}" 2>/dev/null | grep '^{' | tail -1 \
-            | sed "s/^{/{\"train\":\"$model\",\"dtype\":\"$mode\",/" | tag "$L" "$r" "$path" >>"$raw"
+  for L in ${train_layouts:-${layouts%% *}}; do
+    hostfile "$WORK/hf$L" "node0:$L" "node1:$L"
+    for r in $(seq "$rounds"); do
+      for model in $models; do
+        for path in flat hierarchical; do
+          for mode in fp32 bf16 zero1; do
+            flags=(--grad-comm-dtype "${mode/zero1/fp32}")
+            [ "$mode" = zero1 ] && flags+=(--zero 1)
+            mn "$WORK/hf$L" train --model "$model" --device cpu --data "$D" --batch-size 32 --max-steps 40 \
+              --log-every 20 --allreduce "$path" "${flags[@]}" 2>/dev/null | grep '^{' | tail -1 \
+              | sed "s/^{/{\"train\":\"$model\",\"dtype\":\"$mode\",/" | tag "$L" "$r" "$path" >>"$raw"
+          done
         done
       done
     done
