@@ -189,13 +189,7 @@ void HierAllreduce::share(void* data, int64_t count, MPI_Datatype type, MPI_Op o
 void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
   if (count == 0) return;
   MPI_Op op16 = half_sum_op(dtype);  // throws for other dtypes
-  // Step 1: the in-host sum in float32, rounded once to 16 bits (shared memory: 16-bit slots).
-  if (layout_.local_size > 1 && !(shm_ && shm_->sum_half(data, count, dtype))) {
-    stage_.resize(static_cast<size_t>(count));
-    widen_half(dtype, data, stage_.data(), count);
-    in_host(stage_.data(), count, MPI_FLOAT, MPI_SUM);
-    narrow_half(dtype, stage_.data(), data, count);
-  }
+  in_host_half(data, count, dtype);
   if (layout_.hosts == 1) return;
   for_owned_parts(count, [&](int64_t off, int64_t n, MPI_Comm cross) {
     mpi_detail::direct_allreduce(reinterpret_cast<char*>(data + off), n, 2, MPI_UINT16_T, op16, cross, recv_);
@@ -207,7 +201,13 @@ void HierAllreduce::sum_half(uint16_t* data, int64_t count, c10::ScalarType dtyp
   }
   // Several parts per rank: the others' parts zeroed and summed in (x + 0 rounds to x).
   zero_unowned(reinterpret_cast<char*>(data), count, 2);
-  if (shm_ && shm_->sum_half(data, count, dtype)) return;
+  in_host_half(data, count, dtype);
+}
+
+// The in-host sum of 16-bit floats in float32, rounded once: shared memory's 16-bit slots, or a
+// float32 staging summed with MPI on the host.
+void HierAllreduce::in_host_half(uint16_t* data, int64_t count, c10::ScalarType dtype) {
+  if (layout_.local_size == 1 || (shm_ && shm_->sum_half(data, count, dtype))) return;
   stage_.resize(static_cast<size_t>(count));
   widen_half(dtype, data, stage_.data(), count);
   in_host(stage_.data(), count, MPI_FLOAT, MPI_SUM);

@@ -92,8 +92,9 @@ class HierAllreduce {
   // Sum/max/min of block `rank` over all ranks into `out` (`block` elements); `data` (W blocks)
   // is left holding this host's sums. false (nothing touched) for a type or op allreduce() declines.
   bool reduce_scatter(void* data, void* out, int64_t block, MPI_Datatype type, MPI_Op op);
-  // The same for a sum of 16-bit floats of `dtype`: in-host sums in float32, host sums cross
-  // hosts as 16 bits, the owner adds them in float32 and rounds once.
+  // The same for a sum of 16-bit floats of `dtype`: the in-host sum in float32 rounded once to
+  // 16 bits (as allreduce's step 1), host sums cross hosts as 16 bits, the owner adds them in
+  // float32 and rounds once.
   void reduce_scatter_half(uint16_t* data, uint16_t* out, int64_t block, c10::ScalarType dtype);
   // In place: block `rank` of `data` is this rank's; on return every block holds its owner's,
   // bitwise. Elements of `elem_bytes`; false (nothing touched) when a block's bytes are not a
@@ -108,6 +109,7 @@ class HierAllreduce {
  private:
   HierAllreduce() = default;
   void in_host(void* data, int64_t count, MPI_Datatype type, MPI_Op op);
+  void in_host_half(uint16_t* data, int64_t count, c10::ScalarType dtype);  // float32 sums, rounded once
   template <typename F>
   void for_owned_parts(int64_t count, F&& f) const;  // f(offset, length, cross communicator)
   void zero_unowned(char* data, int64_t count, size_t elem) const;

@@ -62,18 +62,15 @@ void HierAllreduce::reduce_scatter_half(uint16_t* data, uint16_t* out, int64_t b
   if (block == 0) return;
   const HostLayout& l = layout_;
   const int me = l.ranks_on[l.host_index][l.local_rank];
-  const int64_t count = block * static_cast<int64_t>(l.host_of.size());
-  stage_.resize(static_cast<size_t>(count));
-  float* f = stage_.data();
-  widen_half(dtype, data, f, count);
-  in_host(f, count, MPI_FLOAT, MPI_SUM);
-  narrow_half(dtype, f, data, count);  // the host sums, as 16 bits on the wire
+  in_host_half(data, block * static_cast<int64_t>(l.host_of.size()), dtype);  // the host sums, 16 bits
   recv_.resize(static_cast<size_t>(l.hosts - 1) * block * 2);
   send_to_owners(reinterpret_cast<char*>(data), recv_.data(), block * 2);
-  float* mine = f + me * block;  // this host's float32 sum of this rank's block
-  std::vector<float> theirs(static_cast<size_t>(l.hosts > 1 ? block : 0));
+  stage_.resize(static_cast<size_t>(2 * block));
+  float* mine = stage_.data();  // this rank's block: its host's sum, then the others' added in host order
+  float* theirs = mine + block;
+  widen_half(dtype, data + me * block, mine, block);
   for (int g = 0; g + 1 < l.hosts; ++g) {
-    widen_half(dtype, reinterpret_cast<const uint16_t*>(recv_.data()) + g * block, theirs.data(), block);
+    widen_half(dtype, reinterpret_cast<const uint16_t*>(recv_.data()) + g * block, theirs, block);
     for (int64_t i = 0; i < block; ++i) mine[i] += theirs[i];
   }
   narrow_half(dtype, mine, out, block);
