@@ -2,9 +2,9 @@
 //
 // Contract:
 // - collective_timeout_s: the deadline of every collective (MPI and NCCL), counted from the
-//   moment the operation starts on this rank (MPI: the comm thread picks it up; NCCL: it is
-//   enqueued on the stream). An overdue collective makes the watchdog print one report and
-//   abort the job. <= 0 turns the watchdog off (no thread, no side channel).
+//   moment the operation starts on this rank (MPI: the comm thread, or a caller waiting for it,
+//   picks it up; NCCL: it is enqueued on the stream). An overdue collective makes the watchdog
+//   print one report and abort the job. <= 0 turns the watchdog off (no thread, no side channel).
 // - debug_collectives: before every collective, all ranks compare a fingerprint (op, dtype,
 //   element count, sequence number, caller tag) and raise a CollectiveError naming the ranks
 //   and both fingerprints on a mismatch. Costs one extra small allgather per collective.

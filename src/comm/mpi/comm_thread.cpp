@@ -1,5 +1,5 @@
-// CommThread: one thread per MPI communicator running collectives in submission order;
-// ThreadWork is the Work handle the caller waits on.
+// CommThread: one thread per MPI communicator running collectives in submission order; a
+// caller that waits for a job not yet started runs it itself (comm_thread.h).
 #include "comm/mpi/comm_thread.h"
 
 #include <pthread.h>
@@ -14,23 +14,13 @@
 namespace hpctrain {
 
 void ThreadWork::wait() {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return done_; });
+  if (!done()) owner_->wait_for(*this);
   if (err_) std::rethrow_exception(err_);
 }
 
-bool ThreadWork::done() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return done_;
-}
-
 void ThreadWork::complete(std::exception_ptr err) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    done_ = true;
-    err_ = err;
-  }
-  cv_.notify_all();
+  err_ = err;
+  done_.store(true, std::memory_order_release);
 }
 
 CommThread::CommThread() : thread_([this] { loop(); }) {}
@@ -51,10 +41,11 @@ void CommThread::set_hooks(Hook on_start, Hook on_end) {
 }
 
 WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
-  auto work = std::make_shared<ThreadWork>();
+  std::shared_ptr<ThreadWork> work;
   {
     std::lock_guard<std::mutex> lk(mu_);
     info.seq = next_seq_++;
+    work = std::make_shared<ThreadWork>(this, info.seq);
     FlightRecorder::get().enqueue("cpu", info);
     queue_.push_back(Job{std::move(info), std::move(job), work});
   }
@@ -62,44 +53,65 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
   return work;
 }
 
+void CommThread::run_front(std::unique_lock<std::mutex>& lk) {
+  Job job = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  Hook on_start = on_start_, on_end = on_end_;
+  lk.unlock();
+  std::exception_ptr err;
+  FlightRecorder& flight = FlightRecorder::get();
+  flight.start("cpu", job.info.seq);
+  try {
+    if (on_start) on_start(job.info);
+    // The timeline shows each collective on the comm row (tid 1), whichever thread runs it.
+    // Its span is this rank's wait in the collective (category "comm.wait").
+    std::optional<TraceSpan> span;
+    if (Tracer::get().enabled()) span.emplace(job.info.tag.empty() ? job.info.op : job.info.tag, "comm.wait", 1);
+    // The op's run time here is its wait: it starts once submitted and every earlier op is
+    // done, and ends when its data has arrived (comm/wait_meter.h).
+    CollectiveWaitMeter& meter = CollectiveWaitMeter::get();
+    const bool timed = meter.enabled() && job.info.metered;
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    job.fn();
+    if (timed) meter.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  } catch (...) {
+    err = std::current_exception();
+  }
+  // on_end runs for failed jobs too: an op that threw has ended (the watchdog must not
+  // mistake it for a hang).
+  if (on_end) on_end(job.info);
+  flight.end("cpu", job.info.seq, !err);
+  job.fn = nullptr;  // the job's captures (tensors) go before its waiter returns
+  job.work->complete(err);
+  lk.lock();
+  running_ = false;
+  if (waiters_ > 0) done_cv_.notify_all();
+  // A job ran on a waiter: the comm thread may be asleep with more queued behind it.
+  if (!queue_.empty() || stop_) cv_.notify_one();
+}
+
+void CommThread::wait_for(const ThreadWork& w) {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!w.done()) {
+    // Queued jobs are in seq order: w has not started while the front's seq is <= its own.
+    if (!running_ && !queue_.empty() && queue_.front().info.seq <= w.seq()) {
+      run_front(lk);
+      continue;
+    }
+    ++waiters_;
+    done_cv_.wait(lk);
+    --waiters_;
+  }
+}
+
 void CommThread::loop() {
   pthread_setname_np(pthread_self(), "hpc-comm");  // named for per-thread profiles
+  std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    Job job;
-    Hook on_start, on_end;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      on_start = on_start_;
-      on_end = on_end_;
-    }
-    std::exception_ptr err;
-    FlightRecorder& flight = FlightRecorder::get();
-    flight.start("cpu", job.info.seq);
-    try {
-      if (on_start) on_start(job.info);
-      // The timeline shows each collective on the comm thread's row (tid 1).
-      // Its span is this rank's wait in the collective (category "comm.wait").
-      std::optional<TraceSpan> span;
-      if (Tracer::get().enabled()) span.emplace(job.info.tag.empty() ? job.info.op : job.info.tag, "comm.wait", 1);
-      // The op's run time here is its wait: it starts once submitted and every earlier op is
-      // done, and ends when its data has arrived (comm/wait_meter.h).
-      CollectiveWaitMeter& meter = CollectiveWaitMeter::get();
-      const bool timed = meter.enabled() && job.info.metered;
-      const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      job.fn();
-      if (timed) meter.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    } catch (...) {
-      err = std::current_exception();
-    }
-    // on_end runs for failed jobs too: an op that threw has ended (the watchdog must not
-    // mistake it for a hang).
-    if (on_end) on_end(job.info);
-    flight.end("cpu", job.info.seq, !err);
-    job.work->complete(err);
+    cv_.wait(lk, [&] { return !running_ && (stop_ || !queue_.empty()); });
+    if (queue_.empty()) return;  // stop_ and drained
+    run_front(lk);
   }
 }
 

@@ -1,8 +1,17 @@
 // CommThread: runs submitted jobs one at a time, in submission order, on its own thread.
 // Each job gets a Work handle whose wait() blocks until the job has run and rethrows its error.
-// The destructor runs every job already submitted, then joins.
+//
+// Contract:
+// - Jobs run one at a time in submission order; submit() never blocks on a running job.
+// - wait() on a job that has not started, while no job is running, runs the queued jobs up to
+//   and including it on the waiting thread (in order, with the same hooks, tracing and
+//   metering as on the comm thread), so a caller that waits at once (a synchronous
+//   collective) does not pay a wake-up of the comm thread and its wait for a core. A job that
+//   the comm thread has started is waited for. Jobs must not depend on which thread runs them.
+// - The destructor runs every job already submitted, then joins.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -15,17 +24,22 @@
 
 namespace hpctrain {
 
+class CommThread;
+
 class ThreadWork final : public Work {
  public:
+  ThreadWork(CommThread* owner, uint64_t seq) : owner_(owner), seq_(seq) {}
   void wait() override;
-  bool done() const override;
+  bool done() const override { return done_.load(std::memory_order_acquire); }
+  // Sets the result; the owner then wakes waiters (CommThread::finish_locked).
   void complete(std::exception_ptr err);
+  uint64_t seq() const { return seq_; }
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::exception_ptr err_;
+  CommThread* owner_;  // only touched while the job is not done (the owner outlives its jobs)
+  uint64_t seq_;
+  std::atomic<bool> done_{false};
+  std::exception_ptr err_;  // written before done_ (release), read after it (acquire)
 };
 
 class CommThread {
@@ -41,16 +55,25 @@ class CommThread {
   void set_hooks(Hook on_start, Hook on_end);
 
  private:
+  friend class ThreadWork;
   struct Job {
     OpInfo info;
     std::function<void()> fn;
     std::shared_ptr<ThreadWork> work;
   };
   void loop();
+  // Blocks until `w` is done, running queued jobs up to it on this thread when none is running.
+  void wait_for(const ThreadWork& w);
+  // With `lk` held, the queue non-empty and no job running: pops the front job, runs it with the
+  // lock released, and takes the lock again.
+  void run_front(std::unique_lock<std::mutex>& lk);
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;       // the comm thread: a job to run, or stop
+  std::condition_variable done_cv_;  // waiters: a job ended
   std::deque<Job> queue_;
+  bool running_ = false;  // a job is running (on the comm thread or a waiter)
+  int waiters_ = 0;       // threads asleep on done_cv_
   bool stop_ = false;
   uint64_t next_seq_ = 1;
   Hook on_start_, on_end_;

@@ -59,7 +59,7 @@ struct MpiCommunicator::Impl {
   int rank = 0, size = 1;
   std::shared_ptr<Watchdog> watchdog;
   WatchdogLane* lane = nullptr;
-  std::exception_ptr desync;          // set on the comm thread by the first failed fingerprint check
+  std::exception_ptr desync;          // set by the first failed fingerprint check (ops run one at a time)
   std::unique_ptr<ShmAllreduce> shm;    // all ranks on one node: allreduce without spinning
   std::unique_ptr<HierAllreduce> hier;  // several hosts, some with several ranks
   bool multi_node = false;
@@ -67,8 +67,8 @@ struct MpiCommunicator::Impl {
   Paths paths() const { return Paths{comm, shm.get(), hier.get(), multi_node}; }
   CommThread thread;                  // declared last among users of `comm`; destroyed first (drains the queue)
 
-  // Runs on the comm thread before each op. The lane starts first, so a hung fingerprint
-  // exchange is watched like the op itself.
+  // Runs before each op (on the comm thread, or on a caller that runs it in wait()). The lane
+  // starts first, so a hung fingerprint exchange is watched like the op itself.
   void on_start(const OpInfo& info) {
     if (lane) lane->begin(info);
     if (desync) std::rethrow_exception(desync);

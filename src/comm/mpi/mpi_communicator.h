@@ -3,7 +3,10 @@
 // Contract (beyond Communicator's):
 // - Owns a duplicate of the parent communicator, so its traffic never mixes with other code's.
 // - A dedicated comm thread executes operations strictly in submission order; the caller
-//   thread never blocks on submission. Requires MPI_THREAD_MULTIPLE (World checks it).
+//   thread never blocks on submission. A caller that waits for an op not yet started, while
+//   none is running, runs it (and the ops queued before it) itself (comm/mpi/comm_thread.h),
+//   so a synchronous collective costs no thread hand-off. Requires MPI_THREAD_MULTIPLE (World
+//   checks it).
 // - The reduction path is chosen at construction (collective) from the rank layout and
 //   settings.allreduce (comm_settings.h): hierarchical (HierAllreduce: several hosts, some with
 //   several ranks), shared memory (ShmAllreduce: every rank on one host), else flat MPI.
