@@ -2,7 +2,8 @@
 
 Used by perf/run_perf.py (section `train`); alone:
     /usr/bin/python3 perf/train_bench.py figures [--quick] [--data DIR] [--bin HPCTRAIN] [--env K=V ...] [--raw OUT.jsonl]
-    /usr/bin/python3 perf/train_bench.py weak [--model cnn] [--rounds 3] [--steps 300] [--data DIR] [--raw OUT.jsonl]
+    /usr/bin/python3 perf/train_bench.py weak [--impl hpctrain] [--impl torch] [--model cnn] [--rounds 3] [--steps 300]
+                                            [--data DIR] [--raw OUT.jsonl]
     /usr/bin/python3 perf/train_bench.py ab --a-bin BIN_A --b-bin BIN_B [--a-env K=V ...] [--b-env K=V ...]
                                           [--ranks 2] [--model cnn] [--rounds 5] [--steps 300]
 `ab` alternates two builds/settings of `hpctrain train` (A B A B ...) and prints the median of
@@ -22,7 +23,9 @@ costs (memory bandwidth, clocks) and the ratio shows only what 2-rank training a
 `weak` splits the issue-#34 figure T(2 ranks) / (2 x T(1 rank alone on the slower core)) into the
 machine's part (two independent 1-rank runs at once against each alone) and the product's part
 (2 ranks against the two runs at once), each round running: core 0 alone, core 1 alone, both at
-once, the 2-rank job.
+once, the 2-rank job; `--impl torch` runs the same four with perf/torch_ddp.py (PyTorch DDP gloo,
+same train.h5), interleaved with hpctrain's round by round: what a synchronous trainer gets on
+this machine.
 """
 import argparse, json, os, random, statistics, subprocess, sys, tempfile
 
@@ -98,18 +101,36 @@ def hp_two_solo(model, data, steps, raw=None, binary=None, env=None):
     return {"samples_per_s": sum(r["samples_per_s"] for r in rs), "step_s": statistics.fmean(r["step_s"] for r in rs)}
 
 
-def torch_ddp(n, model, steps, h5=None, raw=None):
-    cmd = ["mpirun", "-np", str(n), "--bind-to", "core", "--map-by", "slot"] + ROOTFLAG + \
+def _start_torch(n, model, steps, h5=None, cpu=None):
+    """Starts perf/torch_ddp.py (n ranks bound to cores; one rank pinned to core `cpu`)."""
+    bind = ["--bind-to", "core", "--map-by", "slot"] if cpu is None else ["--bind-to", "none"]
+    cmd = (["taskset", "-c", str(cpu)] if cpu is not None else []) + ["mpirun", "-np", str(n)] + bind + ROOTFLAG + \
           [x for v in THREADS for x in ("-x", v)] + \
           [VENV_PY, os.path.join(ROOT, "perf/torch_ddp.py"), "--model", model, "--batch", "64", "--steps", str(steps),
            "--port", str(random.randint(20000, 40000))] + (["--data", h5] if h5 else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, env=_env(None), timeout=1800)
-    lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(None)), cmd
+
+
+def _finish_torch(started, raw=None):
+    p, cmd = started
+    out, err = p.communicate(timeout=1800)
+    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     if not lines:
-        raise SystemExit(f"train_bench: torch_ddp failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr[-2000:]}")
+        raise SystemExit(f"train_bench: torch_ddp failed ({p.returncode}): {' '.join(cmd)}\n{err[-2000:]}")
     if raw is not None:
         raw.append({"cmd": " ".join(cmd), **lines[-1]})
     return lines[-1]
+
+
+def torch_ddp(n, model, steps, h5=None, raw=None, cpu=None):
+    return _finish_torch(_start_torch(n, model, steps, h5, cpu), raw)
+
+
+def torch_two_solo(model, steps, h5, raw=None):
+    """Two independent 1-rank PyTorch runs at once (cores 0 and 1); their summed throughput."""
+    s = [_start_torch(1, model, steps, h5, cpu=c) for c in (0, 1)]
+    rs = [_finish_torch(x, raw) for x in s]
+    return {"samples_per_s": sum(r["samples_per_s"] for r in rs)}
 
 
 def interleave(fa, fb, rounds, key="samples_per_s"):
@@ -149,21 +170,31 @@ def figures(data, quick=False, raw=None, binary=None, env=None):
            f"{a:.0f} vs {b:.0f} samples/s")
 
 
-def weak(model, data, steps, rounds, raw=None):
-    """Per round: 1 rank alone on core 0, alone on core 1, both at once, 2 ranks; medians of ratios."""
+def weak(model, data, steps, rounds, raw=None, impls=("hpctrain",)):
+    """Per round and implementation (hpctrain, torch: PyTorch DDP gloo from the same train.h5):
+    1 rank alone on core 0, alone on core 1, both at once, 2 ranks; medians of the ratios."""
     data = ensure_data(data)
-    rows = []
+    h5 = os.path.join(data, "train.h5")
+    runs = {
+        "hpctrain": (lambda c: _finish(_start_train(1, model, data, steps, cpu=c), 1, raw)["samples_per_s"],
+                     lambda: hp_two_solo(model, data, steps, raw)["samples_per_s"],
+                     lambda: hp_train(2, model, data, steps, raw)["samples_per_s"]),
+        "torch": (lambda c: torch_ddp(1, model, steps, h5, raw, cpu=c)["samples_per_s"],
+                  lambda: torch_two_solo(model, steps, h5, raw)["samples_per_s"],
+                  lambda: torch_ddp(2, model, steps, h5, raw)["samples_per_s"]),
+    }
+    rows = {i: [] for i in impls}
     for _ in range(rounds):
-        c0 = _finish(_start_train(1, model, data, steps, cpu=0), 1, raw)["samples_per_s"]
-        c1 = _finish(_start_train(1, model, data, steps, cpu=1), 1, raw)["samples_per_s"]
-        both = hp_two_solo(model, data, steps, raw)["samples_per_s"]
-        two = hp_train(2, model, data, steps, raw)["samples_per_s"]
-        rows.append({"core0": c0, "core1": c1, "both_at_once": both, "two_ranks": two,
-                     "weak_vs_slower_alone": two / (2 * min(c0, c1)), "machine": both / (c0 + c1),
-                     "product": two / both})
-        print(json.dumps(rows[-1]), flush=True)
-    med = lambda k: statistics.median(r[k] for r in rows)
-    return {k: med(k) for k in rows[0]}
+        for impl in impls:  # interleaved: each round measures every implementation
+            alone, both_fn, two_fn = runs[impl]
+            c0, c1 = alone(0), alone(1)
+            both, two = both_fn(), two_fn()
+            rows[impl].append({"impl": impl, "core0": c0, "core1": c1, "both_at_once": both, "two_ranks": two,
+                               "weak_vs_slower_alone": two / (2 * min(c0, c1)), "machine": both / (c0 + c1),
+                               "product": two / both})
+            print(json.dumps(rows[impl][-1]), flush=True)
+    return {i: {k: (statistics.median(r[k] for r in rows[i]) if k != "impl" else i) for k in rows[i][0]}
+            for i in impls}
 
 
 def main():
@@ -189,10 +220,12 @@ def main():
     w.add_argument("--steps", type=int, default=300)
     w.add_argument("--data", default=os.environ.get("HPCTRAIN_DATA", ""))
     w.add_argument("--raw", default="")
+    w.add_argument("--impl", action="append", choices=["hpctrain", "torch"], default=[],
+                   help="measure this implementation (repeatable; default hpctrain)")
     a = ap.parse_args()
     raw = []
     if a.cmd == "weak":
-        print(json.dumps({"median": weak(a.model, a.data, a.steps, a.rounds, raw)}))
+        print(json.dumps({"median": weak(a.model, a.data, a.steps, a.rounds, raw, tuple(a.impl) or ("hpctrain",))}))
         if a.raw:
             with open(a.raw, "w") as f:
                 f.writelines(json.dumps(r) + "\n" for r in raw)
