@@ -1,6 +1,7 @@
 // `hpctrain bench allreduce|reduce_scatter|allgather`: one JSON line per message size, ours
-// against the bare MPI call.
+// against the bare MPI call, with `wrong` (elements where ours differed from it; exit 1 if any).
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -35,9 +36,14 @@ int bench(World& w, const std::string& op, const BenchArgs& a) {
   CommSettings cs = CommSettings::from_env();
   cs.allreduce = parse_allreduce_algo(a.allreduce);
   MpiCommunicator comm(w.mpi_comm(), cs);
-  if (w.rank() == 0)
+  if (w.rank() == 0) {
     for (const auto& line : comm.describe_algorithms()) std::fprintf(stderr, "bench: %s\n", line.c_str());
+    if (a.link_gbit > 0 && w.node_count() < 2)
+      std::fprintf(stderr, "bench: --link-gbit: every rank is on one host, no link to cross: no link_frac\n");
+  }
+  int64_t wrong_sizes = 0;
   for (const auto& r : bench_collective(comm, op, a.min_bytes, a.max_bytes, a.iters, a.dtype == "bf16")) {
+    wrong_sizes += r.wrong > 0;
     if (w.rank() != 0) continue;
     nlohmann::json j = {{"op", op},
                         {"world_size", w.size()},
@@ -50,6 +56,7 @@ int bench(World& w, const std::string& op, const BenchArgs& a) {
                         {"mpi_algbw_GBps", r.mpi_algbw_GBps},
                         {"mpi_busbw_GBps", r.mpi_busbw_GBps},
                         {"busbw_ratio", r.mpi_busbw_GBps > 0 ? r.busbw_GBps / r.mpi_busbw_GBps : 0},
+                        {"wrong", r.wrong},
                         {"allreduce", a.allreduce},
                         {"dtype", a.dtype}};
     if (double lim = link_limit_us(op, r.bytes, w.node_count(), a.link_gbit); lim > 0) {
@@ -60,7 +67,12 @@ int bench(World& w, const std::string& op, const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }
-  return 0;
+  // `wrong` is summed over ranks, so every rank agrees on the exit status.
+  if (wrong_sizes == 0) return 0;
+  if (w.rank() == 0)
+    std::fprintf(stderr, "hpctrain bench %s: WRONG results at %lld sizes (\"wrong\" > 0: elements that differ from the bare MPI call's)\n",
+                 op.c_str(), static_cast<long long>(wrong_sizes));
+  return 1;
 }
 
 void add(CLI::App& root, Action& chosen) {
@@ -82,9 +94,12 @@ void add(CLI::App& root, Action& chosen) {
     if (std::string(name) == "allreduce")
       ar->add_option("--dtype", args->dtype, "fp32, or bf16 (16 bits on the wire)")->check(CLI::IsMember({"fp32", "bf16"}))->type_name("{fp32,bf16}");
     ar->add_option("--link-gbit", args->link_gbit,
-                   "each host's link rate in Gbit/s: adds link_limit_us (the least time the collective needs: "
+                   "each host's link rate in Gbit/s (> 0; not given: no link columns): adds link_limit_us (the least time the collective needs: "
                    "2(H-1)/H of the bytes per host for allreduce, (H-1)/H for reduce_scatter and allgather) "
-                   "and link_frac (that / ours)");
+                   "and link_frac (that / ours)")
+        ->check(CLI::Validator(
+            [](std::string& v) { return std::strtod(v.c_str(), nullptr) > 0 ? std::string() : "must be > 0 Gbit/s, not " + v; },
+            "", "positive"));
     std::string op = name;
     ar->callback([&chosen, args, op] { chosen = [args, op](World& w) { return bench(w, op, *args); }; });
   }

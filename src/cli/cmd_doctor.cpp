@@ -105,16 +105,20 @@ void print_network(const std::vector<nlohmann::json>& reports, const std::vector
 }
 
 // Which algorithm each CPU collective uses and why; across hosts, what a 16 MiB allreduce
-// reaches on each host's link next to the slowest host pair's measured bandwidth.
-void print_algorithms(World& w, DeviceRouter& comm, const std::vector<HostPairBandwidth>& pairs) {
+// reaches on each host's link next to the slowest host pair's measured bandwidth. Returns 1 on
+// rank 0 when that allreduce's result differed from MPI_Allreduce's (a failed check), else 0.
+int print_algorithms(World& w, DeviceRouter& comm, const std::vector<HostPairBandwidth>& pairs) {
   if (w.rank() == 0)
     for (const auto& line : comm.describe_algorithms()) std::printf("collectives: %s\n", line.c_str());
   auto* mpi = dynamic_cast<MpiCommunicator*>(&comm.backend(c10::kCPU));
-  if (!mpi) return;
-  if (w.node_count() < 2 || w.size() < 2) return;
+  if (!mpi) return 0;
+  if (w.node_count() < 2 || w.size() < 2) return 0;
   const int64_t bytes = 16 << 20;
   auto rows = bench_collective(*mpi, "allreduce", bytes, bytes, 5);
-  if (w.rank() != 0 || rows.empty()) return;
+  if (w.rank() != 0 || rows.empty()) return 0;
+  if (rows[0].wrong)
+    std::fprintf(stderr, "hpctrain doctor: FAILED allreduce 16 MiB across hosts: %lld elements differ from MPI_Allreduce's\n",
+                 static_cast<long long>(rows[0].wrong));
   const double h = w.node_count(), per_host = 2.0 * (h - 1) / h * rows[0].bytes;  // each host's share on its link
   double slowest = 0;
   for (const auto& p : pairs) slowest = slowest == 0 ? p.GBps : std::min(slowest, p.GBps);
@@ -124,6 +128,7 @@ void print_algorithms(World& w, DeviceRouter& comm, const std::vector<HostPairBa
               slowest > 0 ? (" -> " + std::to_string(static_cast<int>(100 * per_host / (rows[0].time_us * 1e-6) / 1e9 /
                                                                       slowest)) + "% of it").c_str()
                           : "");
+  return rows[0].wrong ? 1 : 0;
 }
 
 int doctor(World& w, const std::string& device_spec, const std::string& allreduce) {
@@ -142,9 +147,7 @@ int doctor(World& w, const std::string& device_spec, const std::string& allreduc
     print_table(reports, w.node_count());
     print_network(reports, pairs);
   }
-  print_algorithms(w, comm, pairs);
-
-  int failed = 0;
+  int failed = print_algorithms(w, comm, pairs);
   std::vector<c10::Device> devices = {c10::Device(c10::kCPU)};
   if (dev.cuda) devices.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(dev.index));
   for (auto d : devices) {

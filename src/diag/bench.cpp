@@ -1,6 +1,6 @@
-// Collective benchmarks: ours and the bare MPI call alternate for 3 rounds on fresh buffers per
-// size, after 2 warm-up calls each; each round is timed on the slowest rank (MPI_MAX) and the
-// median round is reported.
+// Collective benchmarks: per size, one checked call of each (same inputs, results compared), then
+// ours and the bare MPI call alternate for 3 rounds on fresh buffers, after 2 warm-up calls each;
+// each round is timed on the slowest rank (MPI_MAX) and the median round is reported.
 #include "diag/bench.h"
 
 #include <ATen/ATen.h>
@@ -27,6 +27,19 @@ double timed(MPI_Comm comm, int iters, F&& fn) {
   double dt = now_s() - t0, worst = 0;
   HPC_MPI_CHECK(MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
   return worst;
+}
+
+// Rank-dependent small integers: exact in float32 and bfloat16, and so are their sums over ranks
+// (at most size() x (size() + 8), well under bfloat16's 256), in any order.
+void fill_check(at::Tensor& t, int rank) {
+  t.copy_(at::arange(t.numel(), at::kLong).remainder(7).add_(rank + 1).to(t.scalar_type()));
+}
+
+// Elements, summed over ranks, where `ours` differs from `bare` (bitwise after the exact sums).
+int64_t count_wrong(const at::Tensor& ours, const at::Tensor& bare, MPI_Comm comm) {
+  int64_t mine = ours.ne(bare).sum().item<int64_t>(), all = 0;
+  HPC_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, comm));
+  return all;
 }
 
 double median(std::vector<double> v) {
@@ -80,6 +93,14 @@ std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std
                                     MPI_FLOAT, raw));
       };
     }
+    // The check: both on the same inputs; for allgather each rank's block of both buffers.
+    fill_check(ours, comm.rank());
+    fill_check(bare, comm.rank());
+    run_ours();
+    run_bare();
+    const int64_t wrong = op == "reduce_scatter" ? count_wrong(ours_out, bare_out, raw) : count_wrong(ours, bare, raw);
+    ours.fill_(1);
+    bare.fill_(1);
     for (int w = 0; w < 2; ++w) run_ours(), run_bare();  // warm-up
     std::vector<double> t_ours, t_bare;
     for (int round = 0; round < 3; ++round) {
@@ -89,6 +110,7 @@ std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std
     AllreduceBenchRow r;
     r.bytes = count * elem;
     r.iters = it;
+    r.wrong = wrong;
     r.time_us = median(t_ours) * 1e6;
     r.mpi_time_us = median(t_bare) * 1e6;
     r.algbw_GBps = r.bytes / (r.time_us * 1e-6) / 1e9;

@@ -6,6 +6,9 @@
 // algbw * (n-1)/n for reduce_scatter and allgather.
 // Allreduce in bfloat16 (`bf16`): ours reduces a bfloat16 tensor (bytes/2 elements); bare MPI
 // runs MPI_Allreduce on the same bytes with the same 16-bit sum operator (comm/mpi/half_sum.h).
+// Every size is also checked once, before it is timed (as nccl-tests' #wrong): ours and the bare
+// call run on the same rank-dependent integer values, whose sums are exact in any order, and
+// `wrong` counts the elements, summed over ranks, where ours differs from the bare call's result.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@ struct AllreduceBenchRow {
   int iters = 0;
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;              // ours
   double mpi_time_us = 0, mpi_algbw_GBps = 0, mpi_busbw_GBps = 0;  // the bare MPI call
+  int64_t wrong = 0;  // elements (all ranks) where ours differed from the bare call; 0 = correct
 };
 
 // Sizes double from min_bytes to max_bytes. `iters` is the count at <= 4 MiB; larger sizes

@@ -8,6 +8,10 @@
 #   c. --grad-comm-dtype bf16 on 2 x 2: trains and ends near the fp32 run (bf16 rounding of every
 #      averaged gradient: 2e-2 per tensor after 20 steps; train and test loss within 2%); ZeRO-1
 #      with bf16 gradients near ZeRO-1 fp32 the same way.
+#   d. `hpctrain bench allreduce|reduce_scatter|allgather --link-gbit 1` on 2 x 2 and 3 + 1: the
+#      hierarchical paths' results equal the bare MPI calls' at every size (`wrong` 0), and
+#      link_limit_us = share x bytes x 8 / 1 Gbit/s (share 2(H-1)/H = 1 for allreduce, 1/2 for the
+#      other two), link_frac = link_limit_us / time_us.
 source "$(dirname "$0")/lib.sh"
 cluster_start 2
 D="$WORK/d"
@@ -81,3 +85,32 @@ ok "c. --grad-comm-dtype bf16 on 2 x 2: within 2e-2 of fp32 per tensor, train an
 run bz22 mn "$WORK/hf22" --grad-comm-dtype bf16 --zero 1
 same bz22 hz22 2e-2
 ok "c. ZeRO-1 with --grad-comm-dtype bf16 on 2 x 2: within 2e-2 of ZeRO-1 fp32 per tensor"
+
+# --- d. the bench across hosts: results checked, link columns -------------------------------------
+bench_check() {  # FILE OP
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+op = sys.argv[2]
+share = 1.0 if op == "allreduce" else 0.5  # 2 hosts
+assert [r["bytes"] for r in rows] == [3072 << i for i in range(11)], rows
+for r in rows:
+    assert r["wrong"] == 0, f"{op} {r['bytes']} bytes: {r['wrong']} elements differ from MPI's"
+    lim = share * r["bytes"] * 8 / 1e9 * 1e6
+    assert abs(r["link_limit_us"] - lim) <= 1e-9 * lim, (r, lim)
+    assert abs(r["link_frac"] - lim / r["time_us"]) <= 1e-9 * r["link_frac"], r
+    assert abs(r["mpi_link_frac"] - lim / r["mpi_time_us"]) <= 1e-9 * r["mpi_link_frac"], r
+print(f"{op}: {[r['bytes'] for r in rows]} bytes, wrong 0, link_frac {[round(r['link_frac'], 2) for r in rows]}")
+PY
+}
+for hf in hf22 hf31; do
+  for op in allreduce reduce_scatter allgather; do
+    mn "$WORK/$hf" bench "$op" --link-gbit 1 --min-bytes 3072 --max-bytes 3145728 --iters 2 \
+      >"$WORK/bench-$hf-$op.jsonl" 2>"$WORK/bench-$hf-$op.err" || { tail "$WORK/bench-$hf-$op.err"; fail "bench $op on $hf"; }
+    path=$op; [ "$op" = allgather ] && path=allgather_into
+    grep -q "^bench: $path: hierarchical" "$WORK/bench-$hf-$op.err" \
+      || { cat "$WORK/bench-$hf-$op.err"; fail "bench $op on $hf: not the hierarchical path"; }
+    bench_check "$WORK/bench-$hf-$op.jsonl" "$op" || fail "bench $op on $hf"
+  done
+done
+ok "d. bench allreduce/reduce_scatter/allgather --link-gbit 1 on 2 x 2 and 3 + 1: equal to MPI, link columns right"
