@@ -6,10 +6,20 @@
 # checkpoint node1's cable is pulled too (--collective-timeout 15). The launcher names node1
 # (rank 1), finds the spare unreachable (skipped and named), shrinks to node0 alone with
 # --batch-size 32, and the job finishes: exit 0, one restart line, the restart record with
-# shrunk_to, and the final model within 1e-5 (relative) of the uninterrupted 2-rank run (not
-# bitwise: SyncBN and the gradient sum in another order, as any resume on another world size).
-# --schedule constant, as tests/e2e/test_launch_restart.sh: with the default cosine schedule the
-# same test measured 8.8e-3 once (resumed at step 20), against 6e-7 with constant (resumed at 30).
+# shrunk_to, and the model:
+#   - at the checkpoint it resumed from (written by the 2 hosts): within 1e-6 of the uninterrupted
+#     2-rank run's at that step;
+#   - at the end: bitwise the model of a 1-rank x 32 run resumed on one host from a copy of that
+#     checkpoint (the launcher resumed with the right batch, step and data position);
+#   - train losses for 15 steps after the resume within 1e-3 of the uninterrupted run's (a wrong
+#     batch or data position moves them by percents).
+# Not the final model against the uninterrupted 2 x 16 run: 1 x 32 and 2 x 16 agree to ~1e-7 per
+# step, and then one step jumps (measured, seed 3: 5e-7 at step 27, 8e-4 at step 28; the loss
+# 1.8e-2 apart at step 120; 4 x 8 against 1 x 32 jumped at other steps or not at all, seeds
+# 3-7), as when a ReLU input or a max-pool pair within rounding takes the other branch (a
+# ReLU input within 1e-7 of 0 is expected about once per 50 steps among this cnn's ~220k per
+# step; not traced to the element), and the runs drift apart from there. That 1 x 32 == 2 x 16
+# holds step by step is tests/e2e/test_train_equivalence.sh and test_resume.sh (short runs).
 source "$(dirname "$0")/lib.sh"
 t_start=$SECONDS
 cluster_start 3
@@ -18,7 +28,8 @@ run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12
 hostfile "$WORK/hf" node0:1 node1:1 node2:1
 common=(train --model cnn --sync-bn --device cpu --data "$D" --epochs 10 --max-steps 120 --lr 0.005 --schedule constant
   --seed 3 --log-every 5 --ckpt-every 10 --collective-timeout 15)
-run_np 2 "${common[@]}" --batch-size 16 --ckpt-dir "$WORK/ref" >"$WORK/ref.txt" 2>&1 || { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
+run_np 2 "${common[@]}" --batch-size 16 --ckpt-dir "$WORK/ref" --metrics "$WORK/ref.jsonl" >"$WORK/ref.txt" 2>&1 ||
+  { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
 
 wait_for() {  # wait_for SECONDS WHAT CMD...
   local limit=$1 what=$2; shift 2
@@ -42,10 +53,32 @@ want='^multinode.sh: restart 1/1: host node1 lost \(rank 1\), no spare left \(sp
 ok "node1 off the network, spare node2 too: exit 0; $line"
 grep -q "saved with 2 rank(s); now 1, global batch 32" "$WORK/job.txt" || { grep resumed "$WORK/job.txt"; fail "the shrunk run did not resume on 1 rank with global batch 32"; }
 [ "$(json_field "$WORK/job.txt" steps)" = 120 ] || fail "the shrunk job ended at step $(json_field "$WORK/job.txt" steps)"
-run_np 1 ckpt merge "$WORK/ref" --out "$WORK/ref.h5" >/dev/null
+st=${line##*resuming from }
+n=$((10#${st#step-}))
+run_np 1 ckpt merge "$WORK/ck/$st" --out "$WORK/ck-at.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/ref/$st" --out "$WORK/ref-at.h5" >/dev/null
+/usr/bin/python3 "$COMPARE" "$WORK/ck-at.h5" "$WORK/ref-at.h5" --rtol 1e-6 ||
+  fail "the 2-host job's $st is not within 1e-6 of the uninterrupted run's"
+mkdir "$WORK/replay"
+cp -r "$WORK/ck/$st" "$WORK/replay/"
+echo "$st" >"$WORK/replay/latest"
+run_np 1 "${common[@]}" --batch-size 32 --ckpt-dir "$WORK/replay" >"$WORK/replay.txt" 2>&1 || { tail "$WORK/replay.txt"; fail "replay"; }
 run_np 1 ckpt merge "$WORK/ck" --out "$WORK/ck.h5" >/dev/null
-/usr/bin/python3 "$COMPARE" "$WORK/ck.h5" "$WORK/ref.h5" --rtol 1e-5 || fail "the shrunk job's model is not within 1e-5 of the uninterrupted run"
-ok "finished on node0 alone (1 rank x 32): final model within 1e-5 of the uninterrupted 2 x 16 run"
+run_np 1 ckpt merge "$WORK/replay" --out "$WORK/replay.h5" >/dev/null
+/usr/bin/python3 "$COMPARE" "$WORK/ck.h5" "$WORK/replay.h5" --exact ||
+  fail "the shrunk job's model differs from a 1-rank x 32 resume from its $st on one host"
+/usr/bin/python3 - "$WORK/m.jsonl" "$WORK/ref.jsonl" "$n" <<'PY' || fail "losses after the resume"
+import json, sys
+def losses(p):
+    return {r["step"]: r["loss"] for r in map(json.loads, open(p)) if r.get("type") == "train"}
+job, ref, n = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+steps = [s for s in sorted(job) if n < s <= n + 15]
+assert steps, (n, sorted(job))
+worst = max(abs(job[s] - ref[s]) / abs(ref[s]) for s in steps)
+assert worst <= 1e-3, {s: (job[s], ref[s]) for s in steps}
+print(f"losses at steps {steps}: within {worst:.1e} of the uninterrupted run's")
+PY
+ok "finished on node0 alone (1 rank x 32): $st within 1e-6 of the uninterrupted run; the end bitwise a one-host 1 x 32 resume from it"
 /usr/bin/python3 - "$WORK/m.jsonl" "$t_cut" <<'PY' || fail "restart record"
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if '"restart"' in l]
