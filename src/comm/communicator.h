@@ -17,6 +17,8 @@
 //   ncclAllGather); the base class falls back to one allreduce (reduce_scatter: twice the
 //   traffic) and one broadcast per rank (allgather_into), correct, so that
 //   test doubles need not implement them.
+// - A caller that waits for a collective at once may say so with a CallerWaits scope
+//   (comm/caller_waits.h): a hint that lets a backend run it on the caller; results are the same.
 // - Link probes and the step for reports are optional extras, not collectives: comm/run_ops.h.
 // - The backend is chosen from the tensor's device (see DeviceRouter); a tensor on a device the
 //   backend does not serve is an error naming both devices.

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 
+#include "comm/caller_waits.h"
 #include "comm/communicator.h"
 #include "runtime/check.h"
 
@@ -61,6 +62,7 @@ bool LossScaler::unscale_and_check_grads(const std::vector<at::Tensor>& grads, C
   }
   // Every rank must reach the same verdict: one rank's overflow skips the step everywhere.
   at::Tensor flag = at::full({1}, found, at::kInt);
+  CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
   comm.allreduce(flag, ReduceOp::kMax, "amp.found_inf")->wait();
   return flag.item<int>() == 0;
 }

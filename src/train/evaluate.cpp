@@ -7,6 +7,7 @@
 #include <ATen/core/grad_mode.h>
 #include <cmath>
 
+#include "comm/caller_waits.h"
 #include "comm/communicator.h"
 #include "dataset/loader.h"
 #include "model/model.h"
@@ -34,6 +35,7 @@ EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Load
     }
   }
   at::Tensor sums = at::tensor({loss_sum, correct, count}, at::kDouble);
+  CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
   comm.allreduce(sums, ReduceOp::kSum, "eval.sums")->wait();
   model.train(was_training);
   EvalResult r;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "comm/caller_waits.h"
 #include "comm/communicator.h"
 
 namespace hpctrain {
@@ -81,7 +82,10 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
 double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double max_norm, Communicator& comm) {
   at::Tensor sq = at::zeros({1}, at::kDouble);
   for (const auto& g : grad_blocks) sq += g.detach().to(at::kDouble).pow(2).sum().cpu();
-  if (comm.size() > 1) comm.allreduce(sq, ReduceOp::kSum, "zero.grad_norm")->wait();
+  if (comm.size() > 1) {
+    CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
+    comm.allreduce(sq, ReduceOp::kSum, "zero.grad_norm")->wait();
+  }
   double total = std::sqrt(sq.item<double>());
   if (max_norm > 0 && total > max_norm) {
     double scale = max_norm / (total + 1e-6);

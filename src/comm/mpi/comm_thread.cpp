@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 
+#include "comm/caller_waits.h"
 #include "comm/flight_recorder.h"
 #include "comm/wait_meter.h"
 #include "runtime/trace.h"
@@ -26,6 +27,7 @@ void ThreadWork::complete(std::exception_ptr err) {
 CommThread::CommThread() : thread_([this] { loop(); }) {}
 
 CommThread::~CommThread() {
+  CallerWaits::forget(this);
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
@@ -40,6 +42,17 @@ void CommThread::set_hooks(Hook on_start, Hook on_end) {
   on_end_ = std::move(on_end);
 }
 
+void CommThread::wake(void* self) {
+  auto* t = static_cast<CommThread*>(self);
+  bool queued;
+  {
+    std::lock_guard<std::mutex> lk(t->mu_);
+    queued = !t->queue_.empty();
+  }
+  // Nothing left: the caller ran it; waking the comm thread would only cost it a core.
+  if (queued) t->cv_.notify_one();
+}
+
 WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
   std::shared_ptr<ThreadWork> work;
   {
@@ -49,7 +62,12 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
     FlightRecorder::get().enqueue("cpu", info);
     queue_.push_back(Job{std::move(info), std::move(job), work});
   }
-  cv_.notify_one();
+  // A caller that waits at once (comm/caller_waits.h) runs the job itself in wait(); the comm
+  // thread is woken only if the job is still unstarted when the caller's scope ends.
+  if (CallerWaits::active())
+    CallerWaits::defer(&CommThread::wake, this);
+  else
+    cv_.notify_one();
   return work;
 }
 

@@ -8,6 +8,9 @@
 //   metering as on the comm thread), so a caller that waits at once (a synchronous
 //   collective) does not pay a wake-up of the comm thread and its wait for a core. A job that
 //   the comm thread has started is waited for. Jobs must not depend on which thread runs them.
+// - submit() wakes the comm thread, except inside a CallerWaits scope (comm/caller_waits.h):
+//   there the caller will wait at once and run the job itself, and the comm thread is woken
+//   only when the scope ends with the job still queued.
 // - The destructor runs every job already submitted, then joins.
 #pragma once
 
@@ -62,6 +65,8 @@ class CommThread {
     std::shared_ptr<ThreadWork> work;
   };
   void loop();
+  // Wakes the comm thread if a job is queued (CallerWaits' deferred start).
+  static void wake(void* self);
   // Blocks until `w` is done, running queued jobs up to it on this thread when none is running.
   void wait_for(const ThreadWork& w);
   // With `lk` held, the queue non-empty and no job running: pops the front job, runs it with the

@@ -1,15 +1,21 @@
 // CommThread (comm/mpi/comm_thread.h): jobs run exactly once, one at a time, in submission
 // order, whether the comm thread or a waiting caller runs them; a waiter that finds its job
 // queued and nothing running runs it itself; errors reach the waiter; the destructor drains.
+// Inside a CallerWaits scope (comm/caller_waits.h) the comm thread is not woken: waited jobs run
+// on the caller, unwaited ones start when the scope ends or another CommThread defers.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "comm/caller_waits.h"
 #include "comm/mpi/comm_thread.h"
 
+using hpctrain::CallerWaits;
 using hpctrain::CommThread;
 using hpctrain::OpInfo;
 using hpctrain::WorkHandle;
@@ -20,6 +26,12 @@ OpInfo info() {
   i.op = "test";
   i.dtype = "none";
   return i;
+}
+
+// Polls `w->done()` (never wait(), which would run the job) for up to 10 s.
+bool done_within_10s(const WorkHandle& w) {
+  for (int i = 0; i < 10000 && !w->done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return w->done();
 }
 
 // Appends to `order` and checks that no other job is running at the same time.
@@ -37,13 +49,16 @@ struct Recorder {
 };
 }  // namespace
 
-TEST(CommThread, SynchronousWaitsRunInOrderAndSomeRunOnTheCaller) {
+// 2000 synchronous submit+wait pairs on a fresh CommThread (inside a CallerWaits scope when
+// `hint`); checks order and exclusion, returns how many ran on the calling thread.
+static int sync_waits_on_caller(bool hint) {
   Recorder rec;
-  std::vector<std::thread::id> ran_on;
   const auto me = std::this_thread::get_id();
   int on_caller = 0;
   {
     CommThread t;
+    std::optional<CallerWaits> now;
+    if (hint) now.emplace();
     for (int i = 0; i < 2000; ++i) {
       std::thread::id who;
       t.submit(info(), [&, i] {
@@ -53,12 +68,16 @@ TEST(CommThread, SynchronousWaitsRunInOrderAndSomeRunOnTheCaller) {
       on_caller += who == me;
     }
   }
-  ASSERT_EQ(rec.order.size(), 2000u);
-  for (int i = 0; i < 2000; ++i) ASSERT_EQ(rec.order[i], i);
+  EXPECT_EQ(rec.order.size(), 2000u);
+  for (size_t i = 0; i < rec.order.size(); ++i) EXPECT_EQ(rec.order[i], static_cast<int>(i));
   EXPECT_EQ(rec.overlaps.load(), 0);
+  return on_caller;
+}
+
+TEST(CommThread, SynchronousWaitsRunInOrderAndSomeRunOnTheCaller) {
   // The comm thread is woken at each submit, but the caller reaches wait() within a
   // microsecond and finds its job still queued far more often than not.
-  EXPECT_GT(on_caller, 0) << "no synchronous wait ran its job on the caller in 2000 tries";
+  EXPECT_GT(sync_waits_on_caller(false), 0) << "no synchronous wait ran its job on the caller in 2000 tries";
 }
 
 TEST(CommThread, AsyncJobsAndConcurrentWaitersKeepOrderAndRunOnce) {
@@ -111,4 +130,77 @@ TEST(CommThread, DestructorRunsJobsNobodyWaitedFor) {
     EXPECT_TRUE(w->done());
     w->wait();  // after the thread is gone: returns at once
   }
+}
+
+// Lets a fresh comm thread reach its first sleep (a job, then 20 ms), so that only a wake-up
+// from submit() can start it.
+static void settle(CommThread& t) {
+  t.submit(info(), [] {})->wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+TEST(CallerWaits, WaitedJobsRunOnTheCallerEvenWhenTheWaitComesLate) {
+  // 200 us between submit and wait: time enough for a woken comm thread to take the job (it
+  // does, without the scope); inside the scope it is never woken, so the caller runs every job
+  // (a spurious wake-up of its condition variable aside).
+  CommThread t;
+  settle(t);
+  const auto me = std::this_thread::get_id();
+  int on_caller = 0;
+  CallerWaits now;
+  for (int i = 0; i < 200; ++i) {
+    std::thread::id who;
+    WorkHandle w = t.submit(info(), [&] { who = std::this_thread::get_id(); });
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    EXPECT_FALSE(w->done());
+    w->wait();
+    on_caller += who == me;
+  }
+  EXPECT_GE(on_caller, 198);
+}
+
+TEST(CallerWaits, ManySynchronousWaitsKeepOrder) { EXPECT_GE(sync_waits_on_caller(true), 1990); }
+
+TEST(CallerWaits, UnwaitedJobStartsWhenTheOutermostScopeEnds) {
+  CommThread t;
+  settle(t);
+  std::atomic<bool> ran{false};
+  WorkHandle w;
+  {
+    CallerWaits outer;
+    {
+      CallerWaits inner;
+      w = t.submit(info(), [&] { ran = true; });
+    }
+    EXPECT_TRUE(CallerWaits::active());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(w->done()) << "started before the outermost scope ended";
+  }
+  EXPECT_FALSE(CallerWaits::active());
+  EXPECT_TRUE(done_within_10s(w)) << "the comm thread was not started at the end of the scope";
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(CallerWaits, SecondCommThreadStartsTheFirstOnesDeferredJob) {
+  CommThread a, b;
+  settle(a);
+  settle(b);
+  CallerWaits now;
+  WorkHandle wa = a.submit(info(), [] {});
+  WorkHandle wb = b.submit(info(), [] {});
+  EXPECT_TRUE(done_within_10s(wa)) << "a's job waited for a scope that b's deferral took over";
+  wb->wait();
+}
+
+TEST(CallerWaits, CommThreadDestroyedInsideTheScopeDrainsAndIsForgotten) {
+  std::atomic<int> ran{0};
+  {
+    CallerWaits now;
+    {
+      CommThread t;
+      t.submit(info(), [&] { ++ran; });
+    }  // the destructor runs the job; the scope's end must not touch `t`
+    EXPECT_EQ(ran.load(), 1);
+  }
+  EXPECT_EQ(ran.load(), 1);
 }
