@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string>
+#include "runtime/exit_codes.h"
 
 namespace hpctrain {
 
@@ -39,6 +40,6 @@ struct CommSettings {
 };
 
 // The exit code of a job the watchdog aborted (distinct from errors' 1 and 2).
-constexpr int kWatchdogExitCode = 3;
+constexpr int kWatchdogExitCode = kExitHang;  // runtime/exit_codes.h
 
 }  // namespace hpctrain

@@ -23,6 +23,27 @@ class CollectiveError : public Error {
   using Error::Error;
 };
 
+// Bad input found by one rank after start-up (a token id outside the vocabulary in a window read
+// mid-run): the rank reports it and ends the job with exit code 2 (kExitBadInput), like a bad
+// input found at start-up, so that no launcher restarts it.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Training diverged: a non-finite loss or gradient norm (exit code 5, kExitDiverged; never restarted).
+class DivergedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// MPI or NCCL reported a failed call (a peer or a link went away): exit code 6 (kExitCommFailed),
+// which the launchers restart. HPC_MPI_CHECK throws it.
+class CommError : public Error {
+ public:
+  using Error::Error;
+};
+
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 
 }  // namespace hpctrain

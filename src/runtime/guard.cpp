@@ -1,5 +1,6 @@
 // run_guarded: MPI up, the program body, and the exit-code policy (CollectiveError: one line
-// from rank 0, exit 2; anything else: the rank names itself, MPI_Abort, exit 1).
+// from rank 0, exit 2; anything else: the rank names itself, MPI_Abort with the error's exit
+// code from runtime/exit_codes.h).
 #include "runtime/guard.h"
 
 #include <c10/util/Exception.h>
@@ -7,10 +8,12 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "runtime/check.h"
+#include "runtime/exit_codes.h"
 #include "runtime/world.h"
 
 namespace hpctrain {
@@ -29,6 +32,17 @@ void run_fatal_hooks(const std::string& what) {
       h(what);
     } catch (...) {
     }
+}
+
+// Which exit code an error that ends one rank gets (runtime/exit_codes.h): the launchers
+// restart only the curable ones.
+int exit_code_of(const std::exception& e) {
+  if (dynamic_cast<const InputError*>(&e)) return kExitBadInput;
+  if (dynamic_cast<const DivergedError*>(&e)) return kExitDiverged;
+  if (dynamic_cast<const CommError*>(&e)) return kExitCommFailed;
+  if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const c10::OutOfMemoryError*>(&e))
+    return kExitOutOfMemory;
+  return kExitFailed;
 }
 
 }  // namespace
@@ -53,7 +67,7 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
     std::fflush(stdout);
     std::fflush(stderr);
     if (World::initialized()) World::get().finalize();
-    return 2;
+    return kExitBadInput;
   } catch (const std::exception& e) {
     int rank = World::initialized() ? World::get().rank() : 0;
     int size = World::initialized() ? World::get().size() : 1;
@@ -64,9 +78,10 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
     run_fatal_hooks(msg);
     std::fprintf(stderr, "hpctrain: rank %d: error: %s\n", rank, msg.c_str());
     std::fflush(stderr);
-    if (size > 1) World::get().abort(1);
+    const int code = exit_code_of(e);
+    if (size > 1) World::get().abort(code);
     if (World::initialized()) World::get().finalize();
-    return 1;
+    return code;
   }
 }
 

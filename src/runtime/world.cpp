@@ -24,7 +24,7 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
   int rank = -1, inited = 0;
   MPI_Initialized(&inited);
   if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  throw Error("rank " + std::to_string(rank) + ": MPI call " + call + " failed at " + file + ":" +
+  throw CommError("rank " + std::to_string(rank) + ": MPI call " + call + " failed at " + file + ":" +
               std::to_string(line) + ": " + std::string(msg, len));
 }
 
