@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string>
+
 #include "runtime/exit_codes.h"
 
 namespace hpctrain {
