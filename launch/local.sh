@@ -12,15 +12,19 @@
 #   drops off the network ends the job within 25 s, and mpirun is supervised: if every rank on
 #   this machine has exited but mpirun still waits for a remote host after
 #   HPCTRAIN_LAUNCHER_GRACE seconds (default 15), mpirun is ended and the exit code is 3.
-# - --max-restarts N (one machine; across machines: launch/multinode.sh --max-restarts): when the job ends in a way a restart can
-#   cure (a rank killed by a signal or the OOM killer, a segfault, the watchdog's exit 3: any
-#   exit but 0, 2 = bad input and 75 = preempted), start it again, up to N times, with the same
-#   command; `train` resumes from the newest complete checkpoint in its --ckpt-dir (--resume auto,
-#   the default; without --ckpt-dir it starts from scratch, and says so). One line per restart:
+# - --max-restarts N (one machine; across machines: launch/multinode.sh --max-restarts): when the
+#   job ends in a way a restart can cure (a rank killed by a signal, exit 129-192: the OOM
+#   killer's SIGKILL, a segfault; the watchdog's exit 3; an MPI error's exit 6; see
+#   launch/restart_lib.sh rl_restartable), start it again, up to N times, with the same command;
+#   `train` resumes from the newest complete checkpoint in its --ckpt-dir (--resume auto, the
+#   default; without --ckpt-dir it starts from scratch, and says so). One line per restart:
 #   "local.sh: restart 1/2: the job ended with exit 137 (...); resuming from step-00000040".
-#   After N restarts the last exit code is returned. As torchrun's --max-restarts. The restarted
-#   ranks get HPCTRAIN_RESTART (JSON: restart, of, exit_code, cause, failed_at): `train` then
-#   continues its --metrics file and writes a `restart` record after its first step.
+#   Never restarted: exit 1 (an error a restart does not cure, e.g. a model that throws), 2 (bad
+#   input), 4 (out of memory), 5 (diverged), 75 (preempted): one line names the exit code and
+#   its cause, and the code is returned. After N restarts the last exit code is returned. As
+#   torchrun's --max-restarts. The restarted ranks get HPCTRAIN_RESTART (JSON: restart, of,
+#   exit_code, cause, failed_at): `train` then continues its --metrics file and writes a
+#   `restart` record after its first step.
 # - HPCTRAIN_BIN: the binary to start (default build/hpctrain of this checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -71,7 +75,11 @@ if [ -z "$hostfile" ]; then
     mpirun "${flags[@]}" "$BIN" "$@" &
     rl_wait $!
     rc=$RL_RC failed_at=$(date +%s.%N)
-    rl_restartable "$rc" || exit "$rc"
+    if ! rl_restartable "$rc"; then
+      [ "$rc" = 0 ] || [ "$max_restarts" = 0 ] ||
+        echo "launch/local.sh: the job ended with exit $rc ($(rl_cause "$rc")): not restarted" >&2
+      exit "$rc"
+    fi
     if [ "$attempt" -ge "$max_restarts" ]; then
       [ "$max_restarts" -gt 0 ] && echo "launch/local.sh: the job ended with exit $rc after $attempt restart(s) (--max-restarts $max_restarts): giving up" >&2
       exit "$rc"

@@ -44,21 +44,30 @@
 # let this launcher restart the job by itself:
 #
 # Restarts (`train` with --ckpt-dir on the command line): --max-restarts N restarts a job that
-# ended in a way a restart can cure (a lost host or rank: the watchdog's exit 3, mpirun's "ORTE has
-# lost communication with a remote daemon", a rank killed by a signal; any exit but 0, 2 = bad
-# input and 75 = preempted), up to N times, with --resume auto from the newest complete
-# checkpoint. --spares K (default --max-restarts K) holds the LAST K hosts of FILE back as spares.
+# ended in a way a restart can cure (a lost host or rank: the watchdog's exit 3, an MPI error's
+# exit 6, a rank killed by a signal, mpirun's "ORTE has lost communication with a remote daemon"
+# or "ORTE was unable to reliably start one or more daemons"; see launch/restart_lib.sh
+# rl_restartable), up to N times, with --resume auto from the newest complete checkpoint. Exit 1
+# (an error a restart does not cure), 2 (bad input), 4 (out of memory), 5 (diverged) and 75
+# (preempted) end the job at once, with one line naming the code and its cause. --spares K
+# (default --max-restarts K) holds the LAST K hosts of FILE back as spares.
 # After a failure the launcher names the hosts it lost: the ranks the watchdog reports silent,
 # mpirun's lost daemon and killed ranks, mapped through the layout it launched (ranks fill the
 # hosts in file order, slots=N each, the host mpirun runs on first), then confirmed by probing
-# every host and spare through mpirun's remote shell (OMPI_MCA_plm_rsh_agent, default ssh) with
-# a timeout of HPCTRAIN_PROBE_TIMEOUT s (default 5): a host that does not answer is lost, for the
-# rest of the job. Each lost host is replaced by the next spare that answers (one that does not is
-# skipped and named); with no spare left, --shrink goes on with the remaining hosts and the same
+# every host and spare, each within HPCTRAIN_PROBE_TIMEOUT s (default 5): through mpirun's remote
+# shell (OMPI_MCA_plm_rsh_agent, default ssh), and over the network MPI uses: the host's
+# addresses on OMPI_MCA_oob_tcp_if_include / OMPI_MCA_btl_tcp_if_include (interfaces or subnets)
+# must answer a ping from this machine (clusters often keep ssh on a management network that
+# answers while the data network is down). A host that fails either probe is lost, for the rest
+# of the job; so is a host that mpirun names lost (its lost daemon, or the daemon that could not
+# connect back at start) in two attempts, even if it answers both probes. Each lost host is
+# replaced by the next spare that passes (one that does not is skipped and named); with no spare
+# left, --shrink goes on with the remaining hosts and the same
 # global batch (the per-rank --batch-size, which must be on the command line, scaled by old/new
 # ranks; a one-line error when it does not divide), else the launcher gives up. When no host is
 # lost (a rank killed on a host that answers) the same hosts are used again. One line per restart:
 #   multinode.sh: restart 1/2: host node1 lost (rank 1), replaced by spare node2; resuming from step-00000040
+#   multinode.sh: restart 1/2: host node1 lost (rank 1; node1's shell answers, its MPI address 10.0.0.2 does not), replaced by ...
 # With restarts the launcher grace (HPCTRAIN_LAUNCHER_GRACE, see above) defaults to 5 s instead of
 # 15: a failed job's mpirun that waits for a lost host only delays the restart.
 # After N restarts the last failure's exit code is returned. The ranks get HPCTRAIN_RESTART
@@ -153,6 +162,7 @@ export HPCTRAIN_LAUNCHER_GRACE=${HPCTRAIN_LAUNCHER_GRACE:-5}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/multinode.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 attempt=0
+declare -A named_lost=() note_of=()  # host -> in how many attempts mpirun named it lost; why a host is lost
 while :; do
   for i in "${active[@]}"; do echo "${lines[$i]}"; done >"$tmp/hosts"
   layout
@@ -165,21 +175,36 @@ while :; do
   rl_wait "$job"
   rc=$RL_RC failed_at=$(date +%s.%N)
   wait "$shown" 2>/dev/null || true
-  rl_restartable "$rc" || exit "$rc"
+  if ! rl_restartable "$rc" "$log"; then
+    [ "$rc" = 0 ] || echo "multinode.sh: the job ended with exit $rc ($(rl_cause "$rc" "$log")): not restarted" >&2
+    exit "$rc"
+  fi
   if [ "$attempt" -ge "$max_restarts" ]; then
     echo "multinode.sh: the job ended with exit $rc after $attempt restart(s) (--max-restarts $max_restarts): giving up" >&2
     exit "$rc"
   fi
   attempt=$((attempt + 1))
-  why=$(rl_cause "$rc")
-  grep -q "ORTE has lost communication with a remote daemon" "$log" && why="mpirun lost a remote daemon"
+  why=$(rl_cause "$rc" "$log")
   # Who failed, by the job's own words: silent ranks (watchdog), lost daemons and killed ranks (mpirun).
   said=$(sed -n 's/.*ranks that did not answer (dead, or hung with their watchdog): \([0-9,]*\).*/\1/p' "$log" | tr ',' '\n')
   said+=$'\n'$(sed -n 's/.*process rank \([0-9]*\) with PID .* on node .* exited on signal.*/\1/p' "$log")
-  said_hosts=$(sed -n 's/.*Remote daemon: .* on node \([^ ]*\).*/\1/p' "$log")
+  said_hosts=$(rl_named_lost "$log" | sort -u)
+  for h in $said_hosts; do named_lost[$h]=$((${named_lost[$h]:-0} + 1)); done
   for r in $said; do [ -n "${rank_host[$r]:-}" ] && said_hosts+=$'\n'"${hosts[${rank_host[$r]}]}"; done
-  # ... confirmed by probing every host and spare: the hosts that do not answer are lost.
-  mapfile -t dead < <(rl_probe_hosts $(names "${active[@]}" "${spare_q[@]}" | tr , ' '))
+  # ... confirmed by probing every host and spare (its shell, then its addresses on the network
+  # MPI uses): the hosts that fail are lost; so is a host mpirun named lost in two attempts.
+  dead=() note_of=()
+  while read -r h how addr; do
+    dead+=("$h")
+    case "$how" in
+      mpi) note_of[$h]="$h's shell answers, its MPI address $addr does not" ;;
+      nompi) note_of[$h]="$h has no address in the MPI network $addr" ;;
+    esac
+  done < <(rl_probe_hosts $(names "${active[@]}" "${spare_q[@]}" | tr , ' '))
+  for h in "${!named_lost[@]}"; do
+    [ "${named_lost[$h]}" -ge 2 ] && [[ " ${dead[*]} " != *" $h "* ]] &&
+      dead+=("$h") note_of[$h]="mpirun named $h lost in ${named_lost[$h]} attempts, though it answers"
+  done
   lost=() keep=() bad_spares=() new=()
   for i in "${active[@]}"; do if [[ " ${dead[*]} " == *" ${hosts[$i]} "* ]]; then lost+=("$i"); else keep+=("$i"); fi; done
   lost_ranks=()
@@ -191,7 +216,9 @@ while :; do
     rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at" '"lost_hosts":[],"lost_ranks":[]'
     continue
   fi
-  what="$(plural ${#lost[@]} host) $(names "${lost[@]}") lost ($(plural ${#lost_ranks[@]} rank) $(IFS=,; echo "${lost_ranks[*]:-none}"))"
+  note=""
+  for i in "${lost[@]}"; do [ -z "${note_of[${hosts[$i]}]:-}" ] || note+="; ${note_of[${hosts[$i]}]}"; done
+  what="$(plural ${#lost[@]} host) $(names "${lost[@]}") lost ($(plural ${#lost_ranks[@]} rank) $(IFS=,; echo "${lost_ranks[*]:-none}")$note)"
   extra="\"lost_hosts\":$(rl_json_list $(names "${lost[@]}" | tr , ' ')),\"lost_ranks\":$(rl_json_list "${lost_ranks[@]}")"
   # Replace each lost host by the next spare that answers; a spare that does not is dropped.
   while [ "${#new[@]}" -lt "${#lost[@]}" ] && [ "${#spare_q[@]}" -gt 0 ]; do

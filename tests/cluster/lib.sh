@@ -31,6 +31,8 @@ hostfile() {
 }
 
 # Only multinode.sh runs get the network variables (run_np's one-host runs stay as they are).
+# CLUSTER_MPI_NET is the subnet MPI uses (oob and btl; default the hosts' one network,
+# NSCLUSTER_SUBNET; NSCLUSTER_DATA_SUBNET for hosts with a data network);
 # CLUSTER_BTL_IF overrides btl_tcp_if_include (a misconfiguration test); MN_FLAGS are more
 # multinode.sh flags (--oversubscribe: no core binding, as every namespace host has the same cores).
 # mpi_yield_when_idle: a namespace host's veth delivers packets in softirq context on the same
@@ -39,9 +41,10 @@ hostfile() {
 # 8 ms, 256 KiB 16 ms (0.25-0.3 ms yielding). A real NIC has its own interrupts.
 mn() {
   local hf=$1; shift
-  on "${MN_HOST:-node0}" env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$NSCLUSTER_SUBNET" \
+  local net=${CLUSTER_MPI_NET:-$NSCLUSTER_SUBNET}
+  on "${MN_HOST:-node0}" env OMPI_MCA_plm_rsh_agent="$NSCLUSTER_AGENT" OMPI_MCA_oob_tcp_if_include="$net" \
     OMPI_MCA_mpi_yield_when_idle=1 \
-    OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$NSCLUSTER_SUBNET}" \
+    OMPI_MCA_btl_tcp_if_include="${CLUSTER_BTL_IF:-$net}" \
     timeout "${MN_TIMEOUT:-300}" "$SRC/launch/multinode.sh" --hostfile "$hf" ${MN_FLAGS:-} -- "$@"
 }
 

@@ -13,9 +13,14 @@
 # cluster's parallel filesystem is. The port name limit (15 characters) allows owner pids up to
 # 10 digits.
 #
+# NSCLUSTER_DATA_NET=1 before cluster_up gives every host a second veth `eth1` at 198.18.1.<i+1>
+# on a second switch (NSCLUSTER_DATA_SUBNET): a data network for MPI next to the management
+# network that names and the rsh agent use, as on clusters where ssh and MPI take different NICs.
+#
 # Functions (after cluster_up):
 #   on HOST CMD...            run CMD on HOST (in its namespace, with its hostname)
 #   link_down HOST / link_up HOST   pull / replug HOST's cable at the switch
+#   data_link_down HOST / data_link_up HOST   the same for HOST's data-network cable (eth1)
 #   slow_link HOST            a slow link on HOST (tc netem delay 5ms, or tbf 100 Mbit/s)
 #   cluster_procs             pids of every process inside the cluster's namespaces
 #   cluster_down              kill everything inside, delete namespaces and files (idempotent)
@@ -29,12 +34,14 @@
 NSCLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NSCLUSTER_AGENT=$NSCLUSTER_DIR/nsrsh
 NSCLUSTER_SUBNET=198.18.0.0/24
+NSCLUSTER_DATA_SUBNET=198.18.1.0/24
 NSCLUSTER_HOSTS=()
 
 # Namespace names: hpctc-<owner pid>-<host>; the owner pid lets a later run reap orphans.
 _ns() { echo "hpctc-$NSCLUSTER_OWNER-$1"; }
 # Switch-side link names carry the owner too (<= 15 characters), so a leftover is recognisable.
 _port() { echo "hc${NSCLUSTER_OWNER}p$1"; }
+_dport() { echo "hc${NSCLUSTER_OWNER}d$1"; }
 
 netns_available() {
   [ "$(id -u)" = 0 ] || { echo "not root"; return 1; }
@@ -81,6 +88,10 @@ cluster_up() {
   ip netns add "$sw"
   ip -n "$sw" link add "$(_port br)" type bridge
   ip -n "$sw" link set "$(_port br)" up
+  if [ "${NSCLUSTER_DATA_NET:-0}" = 1 ]; then
+    ip -n "$sw" link add "$(_dport br)" type bridge
+    ip -n "$sw" link set "$(_dport br)" up
+  fi
   local hosts="127.0.0.1 localhost"$'\n'
   for ((i = 0; i < n; i++)); do hosts+="198.18.0.$((i + 1)) node$i"$'\n'; done
   for ((i = 0; i < n; i++)); do
@@ -93,10 +104,16 @@ cluster_up() {
     ip -n "$ns" addr add "198.18.0.$((i + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
+    if [ "${NSCLUSTER_DATA_NET:-0}" = 1 ]; then
+      ip -n "$sw" link add "$(_dport "$i")" type veth peer name eth1 netns "$ns"
+      ip -n "$sw" link set "$(_dport "$i")" master "$(_dport br)" up
+      ip -n "$ns" addr add "198.18.1.$((i + 1))/24" dev eth1
+      ip -n "$ns" link set eth1 up
+    fi
     mkdir -p "/etc/netns/$ns"
     printf '%s' "$hosts" >"/etc/netns/$ns/hosts"
   done
-  export NSCLUSTER_OWNER NSCLUSTER_AGENT NSCLUSTER_SUBNET
+  export NSCLUSTER_OWNER NSCLUSTER_AGENT NSCLUSTER_SUBNET NSCLUSTER_DATA_SUBNET
 }
 
 on() {
@@ -118,6 +135,16 @@ link_up() {
     sleep 0.1
   done
   echo "nscluster: node$i not reachable 10 s after its link came up" >&2
+}
+data_link_down() { ip -n "$(_ns sw)" link set "$(_dport "${1#node}")" down; }
+data_link_up() {
+  local i=${1#node} k
+  ip -n "$(_ns sw)" link set "$(_dport "$i")" up
+  for ((k = 0; k < 100; k++)); do
+    ip netns exec "$(_ns node0)" ping -c 1 -W 1 "198.18.1.$((i + 1))" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "nscluster: node$i's data network not reachable 10 s after its link came up" >&2
 }
 # slow_link HOST: 5 ms more latency on HOST's eth0 (tc netem), or, on kernels without sch_netem
 # (some VMs), a 100 Mbit/s bandwidth limit (tc tbf). Prints what it applied.
@@ -150,7 +177,7 @@ cluster_down() {
 cluster_leftovers() {
   ip netns list 2>/dev/null | awk '{print "namespace " $1}' | grep "hpctc-$NSCLUSTER_OWNER-" || true
   ls -d /etc/netns/hpctc-"$NSCLUSTER_OWNER"-* 2>/dev/null | sed 's/^/file /' || true
-  ip -o link show 2>/dev/null | grep "hc${NSCLUSTER_OWNER}p" | sed 's/^/link in the machine namespace: /' || true
+  ip -o link show 2>/dev/null | grep "hc${NSCLUSTER_OWNER}[pd]" | sed 's/^/link in the machine namespace: /' || true
   local p; p=$(cluster_procs); [ -z "$p" ] || echo "processes $p"
   grep -n '198\.18\.' /etc/hosts | sed 's/^/\/etc\/hosts line /' || true
 }

@@ -79,7 +79,7 @@ assert worst <= 1e-3, {s: (job[s], ref[s]) for s in steps}
 print(f"losses at steps {steps}: within {worst:.1e} of the uninterrupted run's")
 PY
 ok "finished on node0 alone (1 rank x 32): $st within 1e-6 of the uninterrupted run; the end bitwise a one-host 1 x 32 resume from it"
-/usr/bin/python3 - "$WORK/m.jsonl" "$t_cut" <<'PY' || fail "restart record"
+/usr/bin/python3 - "$WORK/m.jsonl" "$t_cut" "$n" <<'PY' || fail "restart record"
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if '"restart"' in l]
 r = [x for x in r if x["type"] == "restart"]
@@ -88,6 +88,7 @@ r = r[0]
 assert r["lost_hosts"] == ["node1"] and r["lost_ranks"] == [1] and "replaced_by" not in r, r
 assert r["shrunk_to"] == {"hosts": ["node0"], "ranks": 1, "batch_size": 32}, r
 assert r["recovery_s"] > 0 and r["steps_lost"] >= 0, r
+assert r["resumed_step"] == int(sys.argv[3]) >= 10, f"resumed at step {r['resumed_step']}, the launcher named {sys.argv[3]}"
 print(f"measured: training again {r['failed_at'] + r['recovery_s'] - float(sys.argv[2]):.1f} s after the cut, "
       f"recovery_s {r['recovery_s']:.1f}, resumed at step {r['resumed_step']}, {r['steps_lost']} steps lost")
 PY

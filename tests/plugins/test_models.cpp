@@ -1,12 +1,19 @@
 // Models for the bad-input battery's --model-lib cases (tests/e2e/bad_inputs.py): each one gets
-// one thing wrong that the trainer must report in one line before any optimizer step.
+// one thing wrong that the trainer must report in one line before any optimizer step. And
+// `throws`, a model that fails mid-run the way a user's model can (tests/e2e/test_launch_no_restart.sh).
 #include <ATen/ATen.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 
 #include <cstdlib>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 #include "model/model_registry.h"
+#include "runtime/check.h"
+#include "runtime/world.h"
 
 namespace nn = torch::nn;
 
@@ -56,6 +63,31 @@ class StrayParameter : public hpctrain::Model {
   at::Tensor stray_;
 };
 
+// A linear model whose Nth training forward throws. --model-config keys: at=N (default 5), rank=R
+// (only rank R throws; default every rank), error=runtime|input|oom|diverged|comm:
+// std::runtime_error (exit 1), hpctrain::InputError (2), std::bad_alloc (4),
+// hpctrain::DivergedError (5), hpctrain::CommError (6, as a failed MPI call).
+hpctrain::ModelPtr throws(const hpctrain::ModelSpec& s) {
+  auto cfg = hpctrain::parse_model_config(s.model_config);
+  auto get = [&](const char* k, const char* dflt) { return cfg.count(k) ? cfg.at(k) : std::string(dflt); };
+  const long nth = std::stol(get("at", "5"));
+  const int rank = std::stoi(get("rank", "-1"));
+  const std::string error = get("error", "runtime");
+  auto net = nn::Sequential(nn::Flatten(), nn::Linear(numel_of(s.sample_shape), s.num_classes));
+  auto calls = std::make_shared<long>(0);
+  return std::make_shared<hpctrain::ModuleModel>(net.ptr(), [net, calls, nth, rank, error](const at::Tensor& x) {
+    if (net->is_training() && ++*calls == nth && (rank < 0 || hpctrain::World::get().rank() == rank)) {
+      const std::string what = "throws: forward call " + std::to_string(nth) + " fails (error=" + error + ")";
+      if (error == "input") throw hpctrain::InputError(what);
+      if (error == "oom") throw std::bad_alloc();
+      if (error == "diverged") throw hpctrain::DivergedError(what);
+      if (error == "comm") throw hpctrain::CommError(what);
+      throw std::runtime_error(what);
+    }
+    return net->forward(x);
+  });
+}
+
 }  // namespace
 
 HPCTRAIN_REGISTER_MODEL("wrong_classes", "outputs num_classes + 3 logits", wrong_classes);
@@ -63,3 +95,5 @@ HPCTRAIN_REGISTER_MODEL("wrong_input", "expects inputs twice the sample size", w
 HPCTRAIN_REGISTER_MODEL("env_width", "hidden width from TEST_PLUGIN_WIDTH", env_width);
 HPCTRAIN_REGISTER_MODEL("stray_parameter", "leaves a parameter on the meta device",
                         [](const hpctrain::ModelSpec& s) { return std::make_shared<StrayParameter>(s); });
+// Last: the battery matches the list of the models above in this order.
+HPCTRAIN_REGISTER_MODEL("throws", "throws on its Nth training forward (--model-config at=N,rank=R,error=...)", throws);
