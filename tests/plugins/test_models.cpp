@@ -73,9 +73,9 @@ hpctrain::ModelPtr throws(const hpctrain::ModelSpec& s) {
   const long nth = std::stol(get("at", "5"));
   const int rank = std::stoi(get("rank", "-1"));
   const std::string error = get("error", "runtime");
-  auto net = nn::Sequential(nn::Flatten(), nn::Linear(numel_of(s.sample_shape), s.num_classes));
+  auto net = nn::Sequential(nn::Flatten(), nn::Linear(numel_of(s.sample_shape), s.num_classes)).ptr();
   auto calls = std::make_shared<long>(0);
-  return std::make_shared<hpctrain::ModuleModel>(net.ptr(), [net, calls, nth, rank, error](const at::Tensor& x) {
+  return std::make_shared<hpctrain::ModuleModel>(net, [net, calls, nth, rank, error](const at::Tensor& x) {
     if (net->is_training() && ++*calls == nth && (rank < 0 || hpctrain::World::get().rank() == rank)) {
       const std::string what = "throws: forward call " + std::to_string(nth) + " fails (error=" + error + ")";
       if (error == "input") throw hpctrain::InputError(what);
