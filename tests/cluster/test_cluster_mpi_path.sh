@@ -19,7 +19,7 @@ export CLUSTER_MPI_NET=$NSCLUSTER_DATA_SUBNET
 D="$WORK/d"
 run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
 hostfile "$WORK/hf" node0:1 node1:1 node2:1
-common=(train --model cnn --device cpu --data "$D" --epochs 10 --max-steps 60 --batch-size 16 --lr 0.02
+common=(train --model cnn --device cpu --data "$D" --epochs 100 --max-steps 300 --batch-size 16 --lr 0.02
   --seed 3 --log-every 1 --ckpt-every 10 --collective-timeout 15)
 export MN_FLAGS="--spares 1 --max-restarts 2 --oversubscribe"
 
@@ -37,8 +37,8 @@ kill_orted() {  # kill_orted HOST: SIGKILL the Open MPI daemon on HOST
   [ -n "$p" ] || fail "no orted on $1"
   kill -KILL $p
 }
-finished() {  # finished TAG: the job's summary says 60 steps
-  [ "$(json_field "$WORK/$1.txt" steps)" = 60 ] || fail "$1: the job ended at step $(json_field "$WORK/$1.txt" steps)"
+finished() {  # finished TAG: the job's summary says 300 steps
+  [ "$(json_field "$WORK/$1.txt" steps)" = 300 ] || fail "$1: the job ended at step $(json_field "$WORK/$1.txt" steps)"
 }
 
 # --- a. the data network of node1 down, its shell up ---------------------------------------------
@@ -62,7 +62,7 @@ r = [x for x in map(json.loads, open(sys.argv[1])) if x["type"] == "restart"]
 assert len(r) == 1 and r[0]["lost_hosts"] == ["node1"] and r[0]["replaced_by"] == ["node2"], r
 assert r[0]["resumed_step"] >= 10, r
 PY
-ok "a. node1's data network down, its shell up: $line; the trainer resumed from $st, finished at step 60"
+ok "a. node1's data network down, its shell up: $line; the trainer resumed from $st, finished at step 300"
 data_link_up node1
 
 # --- b. node1 answers, but mpirun loses its daemon twice ----------------------------------------
@@ -80,5 +80,13 @@ want2="^multinode.sh: restart 2/2: host node1 lost \(rank 1; mpirun named node1 
 [ "${#lines[@]}" = 2 ] && [[ "${lines[0]}" =~ $want1 ]] && [[ "${lines[1]}" =~ $want2 ]] ||
   { cat "$WORK/b.err"; fail "b. not two restart lines: same hosts, then node1 lost (named twice) and replaced"; }
 finished b
+/usr/bin/python3 - "$WORK/b.jsonl" <<'PY' || fail "b. restart records"
+import json, sys
+recs = list(map(json.loads, open(sys.argv[1])))
+r = [x for x in recs if x["type"] == "restart"]
+assert [x["type"] for x in recs].count("config") == 3, "not three attempts"
+assert len(r) == 2 and r[0]["lost_hosts"] == [] and r[1]["lost_hosts"] == ["node1"] and r[1]["replaced_by"] == ["node2"], r
+assert all(x["cause"] == "mpirun lost a remote daemon" and x["resumed_step"] < 300 for x in r), r
+PY
 ok "b. node1's daemon lost twice while node1 answers: ${lines[1]}"
 echo "test_cluster_mpi_path: total $((SECONDS - t_start)) s"
