@@ -189,7 +189,7 @@ while :; do
   said=$(sed -n 's/.*ranks that did not answer (dead, or hung with their watchdog): \([0-9,]*\).*/\1/p' "$log" | tr ',' '\n')
   said+=$'\n'$(sed -n 's/.*process rank \([0-9]*\) with PID .* on node .* exited on signal.*/\1/p' "$log")
   said_hosts=$(rl_named_lost "$log" | sort -u)
-  for h in $said_hosts; do named_lost[$h]=$((${named_lost[$h]:-0} + 1)); done
+  for h in $said_hosts; do rl_local_host "$h" || named_lost[$h]=$((${named_lost[$h]:-0} + 1)); done
   for r in $said; do [ -n "${rank_host[$r]:-}" ] && said_hosts+=$'\n'"${hosts[${rank_host[$r]}]}"; done
   # ... confirmed by probing every host and spare (its shell, then its addresses on the network
   # MPI uses): the hosts that fail are lost; so is a host mpirun named lost in two attempts.
