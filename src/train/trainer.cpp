@@ -229,6 +229,7 @@ void Trainer::State::train_step(const Batch& b) {
   ddp->prepare_forward();
   auto xs = b.images.chunk(cfg.grad_accum), ys = b.labels.chunk(cfg.grad_accum);
   const double rows = static_cast<double>(b.images.size(0));
+  at::Tensor step_loss;  // this rank's batch loss, read only if the step diverges
   for (size_t k = 0; k < xs.size(); ++k) {
     at::Tensor loss;
     {
@@ -246,12 +247,14 @@ void Trainer::State::train_step(const Batch& b) {
       ddp->backward(scaler.scale_loss(loss));
     }
     stats.add_loss(loss.detach());
+    step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
   }
   TraceSpan span("optimizer", "compute");
   const auto t_opt = std::chrono::steady_clock::now();
   ckpt->before_update();  // a checkpoint's snapshot taken off the step boundary (almost never waits)
-  bool finite = opt->step(scaler, cfg.clip_grad_norm);
-  scaler.update(!finite);
+  StepOutcome outcome = opt->step(scaler, cfg.clip_grad_norm);
+  if (outcome.kind == StepOutcome::kDiverged) throw_diverged(outcome, step_loss);
+  scaler.update(outcome.kind == StepOutcome::kSkipped);
   ddp->zero_grad();
   stats.add_optimizer(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count());
   stats.add_step(b.images.size(0), ddp->last_step());

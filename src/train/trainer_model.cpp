@@ -84,7 +84,7 @@ void Trainer::State::build_model() {
     spec.vocab_size = info.tokens ? info.vocab_size : 0;
     spec.seq_len = info.tokens ? info.seq_len : 0;
     spec.model_config = cfg.model_config;
-    model = model_entry.factory(spec);
+    model = untie_names(model_entry.factory(spec));
     if (!model)
       throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
     if (cfg.sync_bn) {

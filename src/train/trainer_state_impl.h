@@ -77,6 +77,7 @@ struct Trainer::State {
   void build_model();
   void check_model_output();
   void train_step(const Batch& b);
+  [[noreturn]] void throw_diverged(const StepOutcome& outcome, const at::Tensor& step_loss);
   void log_interval(int64_t epoch);
   void resume();
   void save_checkpoint(int64_t epoch, bool sync);
