@@ -72,6 +72,7 @@ struct Trainer::State {
     };
   }
   void setup();
+  void report_start(double base_lr);  // trainer_report.cpp
   void start_flight_recorder();
   void report_restart(int64_t resumed_step);
   void build_model();
