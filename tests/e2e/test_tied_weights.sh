@@ -7,8 +7,8 @@
 # Data: exactly 16 training windows, so a global batch of 16 is the whole set every step and
 # a plain PyTorch loop (tied_models.py reference) trains on the very same batches.
 # For each model, 20 AdamW steps (weight decay on every parameter, clipping at 1.0):
-# - 1 rank x 16, 2 ranks x 8 under --zero 0 and under --zero 1 (each as 10 steps, then a resume
-#   to 20) == plain single-process PyTorch, per-tensor relative difference <= 1e-5;
+# - 1 rank x 16, 2 ranks x 8 under --zero 0, and 2 ranks x 8 under --zero 1 as 10 steps and a
+#   resume to 20 == plain single-process PyTorch, per-tensor relative difference <= 1e-5;
 # - the parameter count is PyTorch's (the shared tensor once), the checkpoint stores it once and
 #   names the other in its manifest ("tied"), `ckpt merge` to .pt and .safetensors writes both
 #   names and loads into the Python module with load_state_dict(strict=True), the head still tied.
@@ -38,9 +38,7 @@ check_model() {  # KIND TAG ARGS...: KIND gpt|cpp picks the Python reference; AR
   "$PY" "$HERE/tied_models.py" reference "$kind" "$src" "$D" 20 "$WORK/$tag.ref.h5" 2>/dev/null ||
     fail "$tag: the PyTorch reference"
   train_to "$tag.1" 1 20 "$@"
-  train_to "$tag.z0" 2 10 "$@" --zero 0
   train_to "$tag.z0" 2 20 "$@" --zero 0
-  grep -q "resumed from" "$WORK/$tag.z0.txt" || fail "$tag --zero 0: the second run did not resume"
   train_to "$tag.z1" 2 10 "$@" --zero 1
   train_to "$tag.z1" 2 20 "$@" --zero 1
   grep -q "resumed from" "$WORK/$tag.z1.txt" || fail "$tag --zero 1: the second run did not resume"
