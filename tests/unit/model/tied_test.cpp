@@ -75,7 +75,7 @@ TEST(Tied, SplitListsEachTensorOnceUnderItsFirstName) {
 TEST(Tied, ModuleModelAndOwnModelListTheSharedTensorOnce) {
   auto net = std::make_shared<TiedNet>();
   ASSERT_EQ(net->named_parameters(true).size(), 4u);  // LibTorch lists both names
-  ModelPtr m = module_model(net);
+  ModelPtr m = std::make_shared<ModuleModel>(net, [](const at::Tensor& x) { return x; });
   EXPECT_EQ(names(m->named_parameters()), (std::vector<std::string>{"wte.weight", "fc.weight", "fc.bias"}));
   EXPECT_EQ(count_parameters(*m), 10 * 4 + 16 + 4);
   ASSERT_EQ(m->tied_names().size(), 1u);
@@ -93,9 +93,9 @@ TEST(Tied, ModuleModelAndOwnModelListTheSharedTensorOnce) {
 
 TEST(Tied, LoadTakesEitherNameOrBothEqualAndRefusesDifferentValues) {
   auto src = std::make_shared<TiedNet>();
-  ModelPtr from = module_model(src);
+  ModelPtr from = std::make_shared<ModuleModel>(src, [](const at::Tensor& x) { return x; });
   auto dst_net = std::make_shared<TiedNet>();
-  ModelPtr to = module_model(dst_net);
+  ModelPtr to = std::make_shared<ModuleModel>(dst_net, [](const at::Tensor& x) { return x; });
   // hpctrain's own checkpoints: the first name only.
   load_model_state(state_of(from->named_parameters()), state_dict_names(*to), "ckpt");
   EXPECT_TRUE(at::equal(dst_net->head->named_parameters(false)["weight"], src->wte->weight));
