@@ -182,10 +182,12 @@ CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 // Loads the `model/` tensors of a checkpoint (any read_checkpoint path) into `model`'s parameters
 // and buffers (matched by plain dotted name). A mismatch throws hpctrain::Error listing missing
 // keys, unexpected keys and shape mismatches ("fc.weight: saved [10,256] vs model [10,128]").
+// Tied weights (one tensor under several names in `model`): the state needs one of the names;
+// every other name it has must hold the same values (else an Error naming both).
 void load_model(const std::string& path, torch::nn::Module& model, c10::Device device);
 // The same check and copy for a state already read; `source` names it in the error.
 void load_model_state(const CheckpointState& st, torch::nn::Module& model, const std::string& source);
-// The same for a model given as its named parameters and buffers (model/model.h).
+// The same for a model given as every name of its state (model/model.h state_dict_names).
 void load_model_state(const CheckpointState& st, const NamedTensors& target, const std::string& source);
 
 }  // namespace hpctrain

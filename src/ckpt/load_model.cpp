@@ -46,7 +46,23 @@ void load_model_state(const CheckpointState& st, const NamedTensors& model, cons
   for (auto& [name, t] : st.tensors)
     if (name.rfind("model/", 0) == 0) saved.emplace(name.substr(6), t);
 
-  std::map<std::string, at::Tensor> target(model.begin(), model.end());
+  // Tied names (one tensor under two names, as PyTorch's state_dict() lists them): the state
+  // must hold the first name; another name is optional (hpctrain stores a shared tensor once,
+  // a merged file or a PyTorch state_dict has every name) and, when there, must hold the same
+  // values.
+  TiedSplit tied = split_tied(model);
+  std::map<std::string, at::Tensor> target(tied.unique.begin(), tied.unique.end());
+  std::vector<std::string> differ;
+  for (const auto& [alias, name] : tied.aliases) {
+    auto a = saved.find(alias), n = saved.find(name);
+    if (a == saved.end()) continue;
+    if (n != saved.end() && !(a->second.sizes() == n->second.sizes() && at::equal(a->second, n->second.to(a->second.dtype()))))
+      differ.push_back(alias + " vs " + name);
+    if (n == saved.end()) saved.emplace(name, a->second);  // only the other name saved: load it from there
+    saved.erase(alias);
+  }
+  if (!differ.empty())
+    throw Error(source + ": tied parameters (one tensor in the model) hold different values: " + join(differ));
 
   std::vector<std::string> missing, unexpected, shapes;
   for (const auto& [name, t] : target) {

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -30,6 +31,25 @@ nlohmann::json merged_meta(const Manifest& m, const NamedTensors& tensors, const
   for (const auto& [name, t] : tensors) sums[prefix + name] = checksum(t);
   meta["tensor_xxh3"] = sums;
   return meta;
+}
+
+// A merged file holds every name of the model's state, as PyTorch's state_dict() does: a tied
+// tensor (stored once, its other names in meta "tied": {alias: name}) once more under each alias,
+// right after the model tensors, so that load_state_dict(strict=True) finds every key.
+void add_tied_names(NamedTensors& tensors, const nlohmann::json& meta, const std::string& prefix) {
+  if (!meta.contains("tied") || !meta["tied"].is_object()) return;
+  size_t end = 0;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (prefix.empty() || tensors[i].first.rfind(prefix, 0) == 0) end = i + 1;
+  NamedTensors extra;
+  for (const auto& [alias, name] : meta["tied"].items()) {
+    auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& nt) { return nt.first == prefix + name.get<std::string>(); });
+    if (it == tensors.end())
+      throw Error("checkpoint metadata names " + alias + " a tied name of " + name.get<std::string>() +
+                  ", which the checkpoint does not hold");
+    extra.emplace_back(prefix + alias, it->second.clone());
+  }
+  tensors.insert(tensors.begin() + static_cast<std::ptrdiff_t>(end), extra.begin(), extra.end());
 }
 
 }  // namespace
@@ -87,6 +107,7 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
     tensors = std::move(st.tensors);
     m.meta = std::move(st.meta);
   }
+  add_tied_names(tensors, m.meta, prefixed ? "model/" : "");
   rep.tensors = tensors.size();
   nlohmann::json meta = merged_meta(m, tensors, prefixed ? "" : "model/");
   std::string tmp = out + ".tmp";

@@ -59,7 +59,8 @@ DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTenso
                                                  DdpOptions opts)
     : comm_(comm), opts_(opts) {
   if (opts_.bucket_cap_mb <= 0) throw CollectiveError("DDP: bucket cap must be > 0 MiB");
-  for (auto& [name, p] : params) {
+  // A tensor listed under two names (tied weights) is one parameter: broadcast and reduced once.
+  for (auto& [name, p] : split_tied(params).unique) {
     all_params_.push_back(p);
     if (!p.requires_grad()) continue;
     names_.push_back(name);

@@ -58,7 +58,8 @@ struct DdpStepStats {
 class DistributedDataParallel {
  public:
   DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Communicator& comm, DdpOptions opts = {});
-  // `params`: the model's parameters (those not requiring grad are broadcast but not reduced);
+  // `params`: the model's parameters (those not requiring grad are broadcast but not reduced; a
+  // tensor listed under several names, tied weights, counts once, under its first name);
   // `buffers`: broadcast at construction and, with broadcast_buffers, before each forward.
   DistributedDataParallel(NamedTensors params, NamedTensors buffers, Communicator& comm, DdpOptions opts = {});
   ~DistributedDataParallel();

@@ -4,6 +4,8 @@
 
 #include <torch/nn/module.h>
 
+#include <map>
+
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -11,10 +13,18 @@ namespace hpctrain {
 ModuleModel::ModuleModel(std::shared_ptr<torch::nn::Module> module, ForwardFn forward)
     : module_(std::move(module)), forward_(std::move(forward)) {}
 
-NamedTensors ModuleModel::named_parameters() {
+namespace {
+NamedTensors all_parameters(torch::nn::Module& m) {
   NamedTensors out;
-  for (auto& item : module_->named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  for (auto& item : m.named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
   return out;
+}
+}  // namespace
+
+NamedTensors ModuleModel::named_parameters() { return split_tied(all_parameters(*module_)).unique; }
+
+std::vector<std::pair<std::string, std::string>> ModuleModel::tied_names() {
+  return split_tied(all_parameters(*module_)).aliases;
 }
 
 NamedTensors ModuleModel::named_buffers() {
@@ -44,6 +54,46 @@ std::map<std::string, std::string> parse_model_config(const std::string& text) {
     if (!out.emplace(key, part.substr(eq + 1)).second)
       throw CollectiveError("--model-config: key " + key + " is given twice");
   }
+  return out;
+}
+
+namespace {
+
+// A Model whose own named_parameters() repeats a tensor, listing it once.
+class UntiedModel final : public Model {
+ public:
+  explicit UntiedModel(ModelPtr inner) : inner_(std::move(inner)) {}
+  at::Tensor forward(const at::Tensor& x) override { return inner_->forward(x); }
+  NamedTensors named_parameters() override { return split_tied(inner_->named_parameters()).unique; }
+  std::vector<std::pair<std::string, std::string>> tied_names() override {
+    auto aliases = inner_->tied_names();
+    for (auto& a : split_tied(inner_->named_parameters()).aliases) aliases.push_back(std::move(a));
+    return aliases;
+  }
+  NamedTensors named_buffers() override { return inner_->named_buffers(); }
+  void train(bool on) override { inner_->train(on); }
+  bool is_training() const override { return inner_->is_training(); }
+  void to(c10::Device device) override { inner_->to(device); }
+  std::shared_ptr<torch::nn::Module> module() override { return inner_->module(); }
+  std::string describe() override { return inner_->describe(); }
+  bool decays(const std::string& name, const at::Tensor& p) override { return inner_->decays(name, p); }
+
+ private:
+  ModelPtr inner_;
+};
+
+}  // namespace
+
+ModelPtr untie_names(ModelPtr m) {
+  if (!m || split_tied(m->named_parameters()).aliases.empty()) return m;
+  return std::make_shared<UntiedModel>(std::move(m));
+}
+
+NamedTensors state_dict_names(Model& m) {
+  NamedTensors out = m.named_parameters();
+  std::map<std::string, at::Tensor> by_name(out.begin(), out.end());
+  for (const auto& [alias, name] : m.tied_names()) out.emplace_back(alias, by_name.at(name));
+  for (auto& b : m.named_buffers()) out.push_back(std::move(b));
   return out;
 }
 

@@ -9,6 +9,13 @@
 //   (no prefix), in a fixed order that is the same on every rank for the same model. These very
 //   tensors are trained, reduced, checkpointed and restored (no copies). Parameters that do
 //   not require grad are checkpointed but not trained.
+// - Shared parameters (tied weights: a GPT's output head that is its token embedding, a module
+//   that registers one tensor under two names) are ONE parameter, as in PyTorch: named_parameters()
+//   lists each tensor once, under the first name the module gives it, and tied_names() lists
+//   each other name with the name it is listed under (PyTorch's state_dict() has both). DDP,
+//   ZeRO, optimizers, weight decay, clipping and the parameter count see the tensor once;
+//   checkpoints store it once and record the other names; `ckpt merge` writes every name.
+//   ModuleModel and TorchScript models do this themselves; untie_names() wraps any other Model.
 // - train(on) / is_training(): training vs evaluation behaviour (BatchNorm, Dropout).
 // - to(device): moves every parameter and buffer to `device`. The trainer calls it once after
 //   construction, then checks that every parameter and buffer is on the run's device.
@@ -51,8 +58,21 @@ class Model {
   // Optional: whether --weight-decay applies to parameter `name` (default: every parameter;
   // language models leave out biases, norms and position tables).
   virtual bool decays(const std::string& name, const at::Tensor& param) { return true; }
+  // The other names of shared parameters: (alias, the name named_parameters() lists it under),
+  // in the module's order. Empty for a model without tied weights.
+  virtual std::vector<std::pair<std::string, std::string>> tied_names() { return {}; }
 };
 using ModelPtr = std::shared_ptr<Model>;
+
+// `m` itself when its named_parameters() lists every tensor once; otherwise a Model that
+// forwards to `m` and lists each shared tensor once (tied_names() gives the others). The
+// registry and the trainer pass every model they build through it.
+ModelPtr untie_names(ModelPtr m);
+
+// Every name of the model's state as PyTorch's state_dict() lists it: each parameter under
+// every name (tied names too, the same tensor), then the buffers. What checkpoint loading
+// matches a saved state against (ckpt/checkpoint.h load_model_state).
+NamedTensors state_dict_names(Model& m);
 
 // What a model factory is told about the run.
 struct ModelSpec {
@@ -99,8 +119,9 @@ class ModuleModel : public Model {
   using ForwardFn = std::function<at::Tensor(const at::Tensor&)>;
   ModuleModel(std::shared_ptr<torch::nn::Module> module, ForwardFn forward);
   at::Tensor forward(const at::Tensor& x) override { return forward_(x); }
-  NamedTensors named_parameters() override;
+  NamedTensors named_parameters() override;  // shared tensors once (split_tied)
   NamedTensors named_buffers() override;
+  std::vector<std::pair<std::string, std::string>> tied_names() override;
   void train(bool on) override;
   bool is_training() const override;
   void to(c10::Device device) override;
@@ -123,6 +144,7 @@ ModelPtr module_model(Holder h) {
   return module_model(h.ptr());
 }
 
+// The number of trained and frozen parameter elements, each shared tensor counted once.
 int64_t count_parameters(Model& m);
 
 }  // namespace hpctrain

@@ -44,7 +44,9 @@ void register_model(std::string name, std::string description, ModelFactory fact
       r.errors.push_back("model \"" + name + "\" from " + origin + " is already registered by " + e.origin);
       return;
     }
-  r.entries.push_back({std::move(name), std::move(description), origin, std::move(factory)});
+  // A plugin's own Model that lists a shared tensor twice gets it listed once (model.h).
+  ModelFactory untied = [f = std::move(factory)](const ModelSpec& spec) { return untie_names(f(spec)); };
+  r.entries.push_back({std::move(name), std::move(description), origin, std::move(untied)});
 }
 
 std::vector<ModelEntry> registered_models() {

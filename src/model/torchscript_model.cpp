@@ -21,11 +21,9 @@ class TorchScriptModel : public Model {
  public:
   explicit TorchScriptModel(torch::jit::Module m) : m_(std::move(m)) {}
   at::Tensor forward(const at::Tensor& x) override { return m_.forward({x}).toTensor(); }
-  NamedTensors named_parameters() override {
-    NamedTensors out;
-    for (const auto& p : m_.named_parameters(/*recurse=*/true)) out.emplace_back(p.name, p.value);
-    return out;
-  }
+  // A tied head (`self.head.weight = self.wte.weight`) is one tensor in two slots: listed once.
+  NamedTensors named_parameters() override { return split_tied(all_parameters()).unique; }
+  std::vector<std::pair<std::string, std::string>> tied_names() override { return split_tied(all_parameters()).aliases; }
   NamedTensors named_buffers() override {
     NamedTensors out;
     for (const auto& b : m_.named_buffers(/*recurse=*/true))
@@ -37,6 +35,11 @@ class TorchScriptModel : public Model {
   void to(c10::Device device) override { m_.to(device); }
 
  private:
+  NamedTensors all_parameters() {
+    NamedTensors out;
+    for (const auto& p : m_.named_parameters(/*recurse=*/true)) out.emplace_back(p.name, p.value);
+    return out;
+  }
   torch::jit::Module m_;
 };
 

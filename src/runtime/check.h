@@ -31,10 +31,12 @@ class InputError : public Error {
   using Error::Error;
 };
 
-// Training diverged: a non-finite loss or gradient norm (exit code 5, kExitDiverged; never restarted).
-class DivergedError : public Error {
+// Training diverged: a non-finite loss or gradient norm (exit code 5, kExitDiverged; never
+// restarted). Every rank raises it alike (the verdict comes from the reduced gradient), so, as a
+// CollectiveError, rank 0 alone prints it and every rank exits cleanly.
+class DivergedError : public CollectiveError {
  public:
-  using Error::Error;
+  using CollectiveError::CollectiveError;
 };
 
 // MPI or NCCL reported a failed call (a peer or a link went away): exit code 6 (kExitCommFailed),

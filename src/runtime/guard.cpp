@@ -38,7 +38,6 @@ void run_fatal_hooks(const std::string& what) {
 // restart only the curable ones.
 int exit_code_of(const std::exception& e) {
   if (dynamic_cast<const InputError*>(&e)) return kExitBadInput;
-  if (dynamic_cast<const DivergedError*>(&e)) return kExitDiverged;
   if (dynamic_cast<const CommError*>(&e)) return kExitCommFailed;
   if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const c10::OutOfMemoryError*>(&e))
     return kExitOutOfMemory;
@@ -67,7 +66,7 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
     std::fflush(stdout);
     std::fflush(stderr);
     if (World::initialized()) World::get().finalize();
-    return kExitBadInput;
+    return dynamic_cast<const DivergedError*>(&e) ? kExitDiverged : kExitBadInput;
   } catch (const std::exception& e) {
     int rank = World::initialized() ? World::get().rank() : 0;
     int size = World::initialized() ? World::get().size() : 1;

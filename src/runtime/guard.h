@@ -2,10 +2,11 @@
 //
 // Contract:
 // - CollectiveError (every rank raised the same one, e.g. a bad flag): rank 0 prints
-//   "hpctrain: error: <message>" once on stderr, every rank finalizes MPI and returns 2.
+//   "hpctrain: error: <message>" once on stderr, every rank finalizes MPI and returns 2 (5 for
+//   a DivergedError).
 // - Any other exception on any rank: that rank prints "hpctrain: rank R: error: <message>" on
 //   stderr and aborts the whole world (MPI_Abort), so no rank is left blocked in a collective.
-//   The exit code says what failed (runtime/exit_codes.h): InputError 2, DivergedError 5,
+//   The exit code says what failed (runtime/exit_codes.h): InputError 2,
 //   CommError 6, out of memory (std::bad_alloc, c10::OutOfMemoryError) 4, anything else 1.
 // - Otherwise returns the body's exit code after finalizing MPI.
 // - Fatal-error hooks (add_fatal_error_hook) run on a rank that fails with anything but a

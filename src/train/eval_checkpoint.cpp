@@ -61,12 +61,10 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
     if (info.tokens && info.vocab_size != spec.vocab_size)
       throw CollectiveError("the checkpoint's language model has vocab_size " + std::to_string(spec.vocab_size) +
                             " but the test set in " + req.data + " has " + std::to_string(info.vocab_size));
-    model = (factory ? factory : checkpoint_model_factory(st, req.ckpt, req.model, req.model_lib))(spec);
+    model = untie_names((factory ? factory : checkpoint_model_factory(st, req.ckpt, req.model, req.model_lib))(spec));
     if (!model) throw CollectiveError("model " + spec.name + ": its factory returned no model");
     model->to(device);
-    NamedTensors target = model->named_parameters();
-    for (auto& b : model->named_buffers()) target.push_back(b);
-    load_model_state(st, target, "checkpoint " + req.ckpt);
+    load_model_state(st, state_dict_names(*model), "checkpoint " + req.ckpt);
     loss = std::make_unique<Loss>(loss_name, spec.num_classes);
   });
   EvalResult r = evaluate(

@@ -60,12 +60,10 @@ GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
       throw CollectiveError("prompt token " + std::to_string(t) + " is outside the vocabulary [0, " +
                             std::to_string(spec.vocab_size) + ")");
 
-  ModelPtr model = (factory ? factory : checkpoint_model_factory(st, req.ckpt, req.model, req.model_lib))(spec);
+  ModelPtr model = untie_names((factory ? factory : checkpoint_model_factory(st, req.ckpt, req.model, req.model_lib))(spec));
   if (!model) throw CollectiveError("model " + spec.name + ": its factory returned no model");
   model->to(device);
-  NamedTensors target = model->named_parameters();
-  for (auto& b : model->named_buffers()) target.push_back(b);
-  load_model_state(st, target, "checkpoint " + req.ckpt);
+  load_model_state(st, state_dict_names(*model), "checkpoint " + req.ckpt);
   model->train(false);
 
   at::NoGradGuard no_grad;

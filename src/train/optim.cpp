@@ -71,7 +71,7 @@ double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
     if (p.grad().defined()) norms.push_back(p.grad().detach().to(at::kFloat).norm(2).reshape({1}));
   if (norms.empty()) return 0;
   double total = at::cat(norms).norm(2).item<double>();
-  if (max_norm > 0 && total > max_norm) {
+  if (max_norm > 0 && std::isfinite(total) && total > max_norm) {
     double scale = max_norm / (total + 1e-6);
     for (auto& p : params)
       if (p.grad().defined()) p.grad().detach().mul_(scale);
@@ -87,7 +87,7 @@ double clip_grad_norm_sharded(const std::vector<at::Tensor>& grad_blocks, double
     comm.allreduce(sq, ReduceOp::kSum, "zero.grad_norm")->wait();
   }
   double total = std::sqrt(sq.item<double>());
-  if (max_norm > 0 && total > max_norm) {
+  if (max_norm > 0 && std::isfinite(total) && total > max_norm) {
     double scale = max_norm / (total + 1e-6);
     for (const auto& g : grad_blocks) g.detach().mul_(scale);
   }

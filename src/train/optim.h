@@ -7,7 +7,8 @@
 //   cosine (to 0 at total_steps) or step decay (x gamma every step_size). With the linear
 //   scaling rule the base lr is lr * global_batch / lr_ref_batch.
 // - clip_grad_norm: global L2 norm over all gradients; after DDP's allreduce the gradients are
-//   identical on every rank, so every rank computes the same norm and the same scale.
+//   identical on every rank, so every rank computes the same norm and the same scale. max_norm
+//   <= 0 only measures; a non-finite norm is returned and nothing is scaled.
 #pragma once
 
 #include <torch/optim/optimizer.h>

@@ -6,9 +6,12 @@
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "ckpt/zero_state.h"
+#include "comm/caller_waits.h"
 #include "comm/communicator.h"
 #include "ddp/ddp.h"
 #include "model/model.h"
@@ -30,6 +33,7 @@ class ReplicatedOptimizer final : public TrainOptimizer {
     for (auto& [name, p] : model.named_parameters())
       if (p.requires_grad()) {
         params_.push_back(p);
+        names_.push_back(name);
         decay.push_back(model.decays(name, p));
       }
     opt_ = make_optimizer(c, params_, base_lr, decay);
@@ -38,11 +42,17 @@ class ReplicatedOptimizer final : public TrainOptimizer {
   void set_lr(double lr) override {
     for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
   }
-  bool step(LossScaler& scaler, double clip_norm) override {
-    if (!scaler.unscale_and_check(params_, comm_)) return false;
-    if (clip_norm > 0) clip_grad_norm(params_, clip_norm);
+  StepOutcome step(LossScaler& scaler, double clip_norm) override {
+    if (!scaler.unscale_and_check(params_, comm_)) return {StepOutcome::kSkipped, 0};
+    const double norm = clip_grad_norm(params_, clip_norm);  // the averaged gradient: alike on every rank
+    if (!std::isfinite(norm)) return {StepOutcome::kDiverged, norm};
     opt_->step();
-    return true;
+    return {StepOutcome::kApplied, norm};
+  }
+  std::string first_nonfinite_grad() override {
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].grad().defined() && !params_[i].grad().isfinite().all().item<bool>()) return names_[i];
+    return "";
   }
   void capture(CheckpointState& st) override { append_optimizer_state(st, model_, *opt_); }
   void restore(const CheckpointState& st, const std::string& source) override {
@@ -63,6 +73,7 @@ class ReplicatedOptimizer final : public TrainOptimizer {
   Model& model_;
   Communicator& comm_;
   std::vector<at::Tensor> params_;
+  std::vector<std::string> names_;
   std::unique_ptr<torch::optim::Optimizer> opt_;
   int64_t slots_ = 0;
 };
@@ -80,6 +91,7 @@ class ZeroOptimizer final : public TrainOptimizer {
     o.weight_decay = c.weight_decay;
     opt_ = std::make_unique<ShardedOptimizer>(o, ddp.param_blocks(), ddp.grad_blocks());
     set_decay_masks(model);
+    for (auto& [name, p] : model.named_parameters()) order_.emplace(name, static_cast<int64_t>(order_.size()));
   }
   // Model::decays per element of this rank's blocks (none when every parameter decays).
   void set_decay_masks(Model& model) {
@@ -101,12 +113,38 @@ class ZeroOptimizer final : public TrainOptimizer {
     opt_->set_decay_masks(std::move(masks));
   }
   void set_lr(double lr) override { opt_->set_lr(lr); }
-  bool step(LossScaler& scaler, double clip_norm) override {
-    if (!scaler.unscale_and_check_grads(ddp_.grad_blocks(), comm_)) return false;
-    if (clip_norm > 0) clip_grad_norm_sharded(ddp_.grad_blocks(), clip_norm, comm_);
+  StepOutcome step(LossScaler& scaler, double clip_norm) override {
+    if (!scaler.unscale_and_check_grads(ddp_.grad_blocks(), comm_)) return {StepOutcome::kSkipped, 0};
+    const double norm = clip_grad_norm_sharded(ddp_.grad_blocks(), clip_norm, comm_);  // allreduced
+    if (!std::isfinite(norm)) return {StepOutcome::kDiverged, norm};
     opt_->step();
     ddp_.allgather_params();
-    return true;
+    return {StepOutcome::kApplied, norm};
+  }
+  // Each rank looks at the slots of its own gradient shard; the lowest model index wins.
+  std::string first_nonfinite_grad() override {
+    const ZeroPartition& z = ddp_.zero_partition();
+    const int64_t none = static_cast<int64_t>(order_.size());
+    int64_t first = none;
+    for (size_t b = 0; b < z.buckets.size(); ++b) {
+      const ZeroBucket& bucket = z.buckets[b];
+      const int64_t lo = comm_.rank() * bucket.block, hi = lo + bucket.block;
+      const at::Tensor& g = ddp_.grad_blocks().at(b);
+      for (const ZeroSlot& s : bucket.params) {
+        const int64_t a = std::max(lo, s.offset), e = std::min(hi, s.offset + s.numel);
+        if (a >= e || !order_.count(s.name)) continue;
+        if (!g.narrow(0, a - lo, e - a).isfinite().all().item<bool>()) first = std::min(first, order_.at(s.name));
+      }
+    }
+    at::Tensor t = at::full({1}, first, at::kLong);
+    if (comm_.size() > 1) {
+      CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
+      comm_.allreduce(t, ReduceOp::kMin, "zero.first_nonfinite")->wait();
+    }
+    first = t.item<int64_t>();
+    for (const auto& [name, i] : order_)
+      if (i == first) return name;
+    return "";
   }
   // Rank 0 writes the checkpoint, so every rank's shard of every slot is gathered (one
   // allgather_into per slot); each rank's shard is then its own tensor in the checkpoint.
@@ -147,6 +185,7 @@ class ZeroOptimizer final : public TrainOptimizer {
   DistributedDataParallel& ddp_;
   Communicator& comm_;
   std::unique_ptr<ShardedOptimizer> opt_;
+  std::map<std::string, int64_t> order_;  // parameter name -> its index in the model's order
 };
 
 }  // namespace

@@ -2,9 +2,15 @@
 // (ZeRO-1, --zero 1).
 //
 // Contract:
-// - step(): unscales the gradient (fp16; the inf/NaN verdict is agreed over all ranks), clips it
-//   to the exact global L2 norm, updates the parameters and returns true; on an overflow it
-//   changes nothing and returns false. Collective whenever a collective is needed.
+// - step(): unscales the gradient (fp16; the inf/NaN verdict is agreed over all ranks), takes
+//   its exact global L2 norm and clips it to clip_norm (> 0), updates the parameters and returns
+//   {applied}. On an fp16 overflow it changes nothing: {skipped} (the scaler backs off). A
+//   non-finite global norm otherwise (the loss or gradient went to inf/NaN, or a 16-bit gradient
+//   reduction overflowed) changes nothing either: {diverged}, the same verdict on every rank
+//   (the norm is of the reduced gradient). Collective whenever a collective is needed.
+// - first_nonfinite_grad(): after a diverged step, the name of the first parameter (model
+//   order) whose reduced gradient holds inf/NaN ("" if none does). Collective (sharded: each
+//   rank looks at its shard, then one MIN allreduce).
 //   * replicated: torch::optim SGD/AdamW over every parameter's averaged .grad.
 //   * sharded: ShardedOptimizer over this rank's gradient shard (DDP's grad_blocks()); the
 //     clip norm sums every shard's squared norm (one allreduce), then the updated parameter
@@ -20,6 +26,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "ckpt/checkpoint.h"
 #include "train/config.h"
@@ -31,11 +38,17 @@ class DistributedDataParallel;
 class LossScaler;
 class Model;
 
+struct StepOutcome {
+  enum Kind { kApplied, kSkipped, kDiverged } kind = kApplied;
+  double grad_norm = 0;  // the global L2 norm before clipping (0 when skipped)
+};
+
 class TrainOptimizer {
  public:
   virtual ~TrainOptimizer() = default;
   virtual void set_lr(double lr) = 0;
-  virtual bool step(LossScaler& scaler, double clip_norm) = 0;
+  virtual StepOutcome step(LossScaler& scaler, double clip_norm) = 0;
+  virtual std::string first_nonfinite_grad() = 0;
   virtual void capture(CheckpointState& st) = 0;
   virtual void restore(const CheckpointState& st, const std::string& source) = 0;
   virtual int64_t state_bytes() const = 0;

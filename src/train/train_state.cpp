@@ -59,6 +59,12 @@ CheckpointState capture_model_state(Model& model, const TrainProgress& p, const 
   if (auto dev = cuda_device_of(model))
     st.tensors.emplace_back("state/rng.cuda", at::globalContext().defaultGenerator(*dev).get_state());
   st.meta = extra_meta;
+  // Tied weights are stored once, under their first name; `ckpt merge` writes the other names.
+  if (auto tied = model.tied_names(); !tied.empty()) {
+    nlohmann::json aliases = nlohmann::json::object();
+    for (const auto& [alias, name] : tied) aliases[alias] = name;
+    st.meta["tied"] = aliases;
+  }
   st.meta["epoch"] = p.epoch;
   st.meta["train_step"] = p.step;
   st.meta["sampler"] = {{"epoch", p.sampler.epoch}, {"samples_consumed", p.sampler.samples_consumed}};
@@ -88,9 +94,7 @@ void append_optimizer_state(CheckpointState& st, Model& model, torch::optim::Opt
 }
 
 void load_model_tensors(const CheckpointState& st, Model& model) {
-  NamedTensors target = model.named_parameters();
-  for (auto& b : model.named_buffers()) target.push_back(b);
-  load_model_state(st, target, "checkpoint");
+  load_model_state(st, state_dict_names(model), "checkpoint");
 }
 
 void restore_optimizer_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt) {

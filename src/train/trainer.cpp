@@ -1,6 +1,7 @@
 // Trainer: set-up (inputs every rank reads alike are checked under agree_on_failure, before any
 // metrics file is replaced) and the loop: steps with gradient accumulation, one agreement per
 // step boundary, log intervals, an eval per epoch, checkpoints. The model: trainer_model.cpp;
+// the start-up lines: trainer_report.cpp; a diverged step: trainer_diverged.cpp;
 // the flight recorder and launcher restarts: trainer_recovery.cpp.
 #include "train/trainer.h"
 
@@ -136,44 +137,7 @@ void Trainer::State::setup() {
     if (restart.is_object() && !cfg.metrics.empty()) restart_last_step = last_train_step(cfg.metrics);
     rep->open_metrics(cfg.metrics, cfg.to_json(), /*append=*/restart.is_object());
   });
-  rep->message("hpctrain train: config " + cfg.to_json().dump());
-  rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(world.node_count()) +
-               " node(s), device " + dev.str() + ", model " + cfg.model + " (" +
-               std::to_string(count_parameters(*model)) + " parameters), " + "global batch " +
-               std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
-               std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
-               std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
-  if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
-  if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
-    const std::vector<std::string> algos = comm->describe_algorithms();
-    for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
-  }
-  if (const DatasetInfo& inf = train->info(); inf.tokens) {
-    char buf[300];
-    std::snprintf(buf, sizeof buf,
-                  "hpctrain train: token data %s: %lld train tokens in %lld windows of %lld (+1), %lld test windows, "
-                  "vocab_size %lld%s, %lld tokens per step",
-                  cfg.data.c_str(), (long long)inf.token_count, (long long)inf.size, (long long)inf.seq_len,
-                  (long long)test->info().size, (long long)inf.vocab_size,
-                  inf.tokenizer.empty() ? "" : (", tokenizer " + inf.tokenizer).c_str(),
-                  (long long)(global_batch * inf.seq_len));
-    rep->message(buf);
-  }
-}
-
-// "optimizer sgd, state 3.1 MiB per rank (ZeRO-1: 1/4 of 12.6 MiB, 37 elements padding)"
-std::string Trainer::State::optimizer_line() const {
-  char buf[200];
-  double mib = static_cast<double>(opt->state_bytes()) / 1048576.0;
-  if (!ddp->zero()) {
-    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (replicated)", cfg.optimizer.c_str(), mib);
-  } else {
-    const ZeroPartition& z = ddp->zero_partition();
-    std::snprintf(buf, sizeof(buf),
-                  "optimizer %s, state %.2f MiB per rank (ZeRO-1: 1/%d of it, %lld padding element(s))",
-                  cfg.optimizer.c_str(), mib, z.world_size, static_cast<long long>(z.padding()));
-  }
-  return buf;
+  report_start(base_lr);
 }
 
 // Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.
@@ -229,6 +193,7 @@ void Trainer::State::train_step(const Batch& b) {
   ddp->prepare_forward();
   auto xs = b.images.chunk(cfg.grad_accum), ys = b.labels.chunk(cfg.grad_accum);
   const double rows = static_cast<double>(b.images.size(0));
+  at::Tensor step_loss;  // this rank's batch loss, read only if the step diverges
   for (size_t k = 0; k < xs.size(); ++k) {
     at::Tensor loss;
     {
@@ -246,12 +211,14 @@ void Trainer::State::train_step(const Batch& b) {
       ddp->backward(scaler.scale_loss(loss));
     }
     stats.add_loss(loss.detach());
+    step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
   }
   TraceSpan span("optimizer", "compute");
   const auto t_opt = std::chrono::steady_clock::now();
   ckpt->before_update();  // a checkpoint's snapshot taken off the step boundary (almost never waits)
-  bool finite = opt->step(scaler, cfg.clip_grad_norm);
-  scaler.update(!finite);
+  StepOutcome outcome = opt->step(scaler, cfg.clip_grad_norm);
+  if (outcome.kind == StepOutcome::kDiverged) throw_diverged(outcome, step_loss);
+  scaler.update(outcome.kind == StepOutcome::kSkipped);
   ddp->zero_grad();
   stats.add_optimizer(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count());
   stats.add_step(b.images.size(0), ddp->last_step());

@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,28 @@ std::string last_line(const std::string& what) {
   return line;
 }
 
+// Tied weights are one tensor under two names (listed once, model/model.h). Two different
+// parameter tensors over overlapping memory would get two gradients and two updates of it: a
+// wrong result, so refuse them in one line naming both.
+void check_no_shared_memory(const std::string& model, const NamedTensors& params) {
+  std::map<const char*, std::pair<const char*, std::string>> spans;  // start -> (end, name)
+  for (const auto& [name, p] : params) {
+    if (p.numel() == 0) continue;
+    const char* a = static_cast<const char*>(p.data_ptr());
+    int64_t last = 0;  // the element farthest from the first (strides of a parameter are >= 0)
+    for (int64_t d = 0; d < p.dim(); ++d) last += (p.size(d) - 1) * p.stride(d);
+    const char* e = a + p.element_size() * (last + 1);
+    auto next = spans.lower_bound(a);
+    auto clash = next != spans.end() && next->first < e ? next : spans.end();
+    if (clash == spans.end() && next != spans.begin() && std::prev(next)->second.first > a) clash = std::prev(next);
+    if (clash != spans.end())
+      throw CollectiveError("model " + model + ": parameters " + clash->second.second + " and " + name +
+                            " are different tensors over the same memory; tie weights by registering the same "
+                            "tensor under both names (PyTorch: `self.head.weight = self.wte.weight`)");
+    spans.emplace(a, std::make_pair(e, name));
+  }
+}
+
 }  // namespace
 
 // The model behind the interface, on the run's device, with SyncBN when asked. Collective:
@@ -84,7 +107,7 @@ void Trainer::State::build_model() {
     spec.vocab_size = info.tokens ? info.vocab_size : 0;
     spec.seq_len = info.tokens ? info.seq_len : 0;
     spec.model_config = cfg.model_config;
-    model = model_entry.factory(spec);
+    model = untie_names(model_entry.factory(spec));
     if (!model)
       throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
     if (cfg.sync_bn) {
@@ -102,6 +125,7 @@ void Trainer::State::build_model() {
     model->to(device);
     NamedTensors state = model->named_parameters();
     if (state.empty()) throw CollectiveError("model " + cfg.model + " has no parameters to train");
+    check_no_shared_memory(cfg.model, state);
     for (auto& b : model->named_buffers()) state.push_back(b);
     for (auto& [name, t] : state)
       if (t.device() != device)

@@ -72,11 +72,13 @@ struct Trainer::State {
     };
   }
   void setup();
+  void report_start(double base_lr);  // trainer_report.cpp
   void start_flight_recorder();
   void report_restart(int64_t resumed_step);
   void build_model();
   void check_model_output();
   void train_step(const Batch& b);
+  [[noreturn]] void throw_diverged(const StepOutcome& outcome, const at::Tensor& step_loss);
   void log_interval(int64_t epoch);
   void resume();
   void save_checkpoint(int64_t epoch, bool sync);
