@@ -1,6 +1,7 @@
 // agree_on_failure / run_on_rank0 on 1, 2 and 4 ranks: the outcomes every rank agrees on.
 // (Some ranks failing ends in MPI_Abort, which a gtest binary cannot observe: the e2e battery
 // covers the resulting behaviour through the CLI.)
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -42,6 +43,24 @@ TEST(Agree, RankZeroOnlyBodyErrorReachesEveryRankWithContext) {
   }
   EXPECT_EQ(runs, world().rank() == 0 ? 1 : 0);
   run_on_rank0(world().mpi_comm(), "", [] {});  // success: returns on every rank
+}
+
+// A LibTorch error carries a multi-line C++ backtrace in what(): every rank gets its first line,
+// so the guard prints one line (issue #45: generate from a NaN checkpoint printed the backtrace).
+TEST(Agree, LibTorchErrorsReachEveryRankAsOneLine) {
+  try {
+    run_on_rank0(world().mpi_comm(), "generate",
+                 [] { TORCH_CHECK(false, "probability tensor contains either `inf`, `nan` or element < 0"); });
+    FAIL() << "no exception";
+  } catch (const CollectiveError& e) {
+    EXPECT_EQ(std::string(e.what()), "generate: probability tensor contains either `inf`, `nan` or element < 0");
+  }
+  try {
+    agree_on_failure(world().mpi_comm(), [] { TORCH_CHECK(false, "shape mismatch\nsecond line"); });
+    FAIL() << "no exception";
+  } catch (const CollectiveError& e) {
+    EXPECT_EQ(std::string(e.what()), "shape mismatch");
+  }
 }
 
 }  // namespace
