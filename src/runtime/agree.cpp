@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/check.h"
+#include "runtime/error_line.h"
 
 namespace hpctrain {
 namespace {

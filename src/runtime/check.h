@@ -46,11 +46,6 @@ class CommError : public Error {
 
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 
-// What the user is shown of any exception: one line. LibTorch's errors (c10::Error, including
-// TorchScript's) lose their C++ backtrace and anything after the first newline (a TorchScript
-// traceback); "unknown error" when nothing is left. run_guarded and agree.h report through it.
-std::string error_line(const std::exception& e);
-
 }  // namespace hpctrain
 
 #define HPC_MPI_CHECK(call)                                                                              \

@@ -1,10 +1,10 @@
-// error_line (runtime/check.h): one line of any exception, LibTorch's without their backtrace.
+// error_line (runtime/error_line.h): one line of any exception, LibTorch's without their backtrace.
 #include <c10/util/Exception.h>
 
 #include <exception>
 #include <string>
 
-#include "runtime/check.h"
+#include "runtime/error_line.h"
 
 namespace hpctrain {
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/check.h"
+#include "runtime/error_line.h"
 #include "runtime/exit_codes.h"
 #include "runtime/world.h"
 

@@ -30,6 +30,7 @@ struct TokSpec {
   int64_t vocab = 1000;  // < 0: no vocab_size attribute
   const char* tokenizer = nullptr;
   bool float_tokens = false;
+  bool utf8 = false;  // the tokenizer as h5py writes a str: variable length, UTF-8
 };
 
 std::string make_tokens(const TempDir& dir, const std::string& name, const TokSpec& s) {
@@ -51,10 +52,14 @@ std::string make_tokens(const TempDir& dir, const std::string& name, const TokSp
   }
   if (s.tokenizer) {
     hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, std::strlen(s.tokenizer));
+    H5Tset_size(t, s.utf8 ? H5T_VARIABLE : std::strlen(s.tokenizer));
+    if (s.utf8) H5Tset_cset(t, H5T_CSET_UTF8);
     hid_t asp = H5Screate(H5S_SCALAR);
     hid_t a = H5Acreate2(f, "tokenizer", t, asp, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(a, t, s.tokenizer);
+    if (s.utf8)
+      H5Awrite(a, t, &s.tokenizer);
+    else
+      H5Awrite(a, t, s.tokenizer);
     H5Aclose(a);
     H5Sclose(asp);
     H5Tclose(t);
@@ -215,6 +220,11 @@ TEST(TokenSource, StreamedAtOpenInItsStoredType) {
   big.tokens[(size_t{4} << 20) + 7] = 1000;
   std::string e = error_of([&] { TokenSource({make_tokens(dir, "big.h5", big)}, 16, 0); });
   EXPECT_NE(e.find("token id 1000 at position 4194311"), std::string::npos) << e;
+  TokSpec named;  // h5py's f.attrs["tokenizer"] = "gpt2" (data/README.md): read, not dropped
+  named.tokens = iota(50);
+  named.tokenizer = "gpt2";
+  named.utf8 = true;
+  EXPECT_EQ(TokenSource({make_tokens(dir, "named.h5", named)}, 4, 0).info().tokenizer, "gpt2");
   TokSpec bytes;  // uint8 with vocab_size 256: every value is an id, nothing to find
   bytes.type = H5T_STD_U8LE;
   bytes.vocab = 256;
