@@ -8,6 +8,7 @@
 
 #include "runtime/agree.h"
 #include "runtime/check.h"
+#include "runtime/error_line.h"
 #include "support/test_world.h"
 
 namespace hpctrain {
@@ -61,6 +62,24 @@ TEST(Agree, LibTorchErrorsReachEveryRankAsOneLine) {
   } catch (const CollectiveError& e) {
     EXPECT_EQ(std::string(e.what()), "shape mismatch");
   }
+}
+
+TEST(ErrorLine, OneLineOfAnyError) {
+  EXPECT_EQ(error_line(Error("plain")), "plain");
+  EXPECT_EQ(error_line(std::runtime_error("first\nsecond")), "first");
+  EXPECT_EQ(error_line(std::runtime_error("")), "unknown error");
+  try {
+    TORCH_CHECK(false, "mat1 and mat2 shapes cannot be multiplied");
+  } catch (const c10::Error& e) {
+    ASSERT_NE(std::string(e.what()).find('\n'), std::string::npos);  // the backtrace
+    EXPECT_EQ(error_line(e), "mat1 and mat2 shapes cannot be multiplied");
+  }
+  // TorchScript's interpreter: a fixed sentence, its traceback, and the cause last.
+  const c10::Error ts(c10::SourceLocation{"f", "file.cpp", 1},
+                      "The following operation failed in the TorchScript interpreter.\n"
+                      "Traceback of TorchScript (most recent call last):\n  File \"m.py\", line 3\n    raise\n"
+                      "RuntimeError: boom\n");
+  EXPECT_EQ(error_line(ts), "The following operation failed in the TorchScript interpreter. RuntimeError: boom");
 }
 
 }  // namespace
