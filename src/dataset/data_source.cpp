@@ -58,7 +58,7 @@ std::vector<std::string> split_files(const std::string& dir, const std::string& 
 
 DataSource::DataSource(const std::vector<std::string>& files, const DataSourceOptions& o) {
   if (is_token_file(files.at(0))) {
-    tokens_ = std::make_unique<TokenSource>(files, o.seq_len, o.in_memory_max);
+    tokens_ = std::make_unique<TokenSource>(files, o.seq_len, o.in_memory_max, o.lazy_tokens);
     info_ = tokens_->info();
     return;
   }

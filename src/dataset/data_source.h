@@ -34,6 +34,7 @@ struct DataSourceOptions {
   bool regression = false;
   int64_t in_memory_max = int64_t{512} << 20;  // bytes; see H5Dataset::open
   int64_t seq_len = 0;                         // token data: tokens per window (--seq-len)
+  bool lazy_tokens = false;                    // token data: check ids per batch only (token_source.h)
 };
 
 class DataSource {

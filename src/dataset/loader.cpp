@@ -24,6 +24,7 @@ DataSourceOptions source_options(const LoaderOptions& o) {
   d.regression = o.regression;
   d.in_memory_max = o.in_memory_mb << 20;
   d.seq_len = o.seq_len;
+  d.lazy_tokens = o.lazy_tokens;
   return d;
 }
 }  // namespace

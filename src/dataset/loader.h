@@ -56,6 +56,7 @@ struct LoaderOptions {
   bool regression = false;       // read `labels` as the float target dataset (e.g. "targets")
   std::vector<float> mean, std;  // empty: the file's (training set's) values
   int64_t seq_len = 0;           // token data: tokens per window (dataset/token_source.h)
+  bool lazy_tokens = false;      // token data: ids of a stream not read whole checked per batch only
 };
 
 class Loader {

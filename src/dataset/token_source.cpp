@@ -1,12 +1,14 @@
 // TokenSource: validates each token file at open (dataset, dtype, vocab_size, length), reads a
-// stream that fits the in-memory budget whole (in 16 Mi-token chunks, every id checked), and
-// otherwise reads a batch's windows with one H5Dread over the union of their token ranges
-// (consecutive windows share one range), checking the ids read.
+// stream that fits the in-memory budget whole (in 16 Mi-token chunks, every id checked), else
+// streams it once for a min/max check (unless lazy) and reads a batch's windows with one H5Dread
+// over the union of their token ranges (consecutive windows share one range), checking the ids
+// read.
 #include "dataset/token_source.h"
 
 #include <algorithm>
 #include <climits>
 #include <filesystem>
+#include <type_traits>
 
 #include "dataset/h5_dataset.h"
 #include "io/h5_util.h"
@@ -45,6 +47,71 @@ void read_range(hid_t ds, int64_t start, int64_t n, int64_t* out, const std::str
     throw Error(path + ": reading 'tokens' failed (corrupt or truncated file)");
 }
 
+// Scans tokens [0, length) of `ds` in chunks of its stored type T (memory type `mem`): the first
+// position whose id is outside [0, vocab), its value in *value, or -1. Per chunk a min/max pass
+// (vectorizes); the position is looked for only in a chunk that has a bad id.
+template <class T>
+int64_t first_bad_id(hid_t ds, hid_t mem, int64_t length, int64_t vocab, const std::string& path, int64_t* value) {
+  constexpr int64_t kScanTokens = int64_t{4} << 20;
+  std::vector<T> buf(size_t(std::min(kScanTokens, length)));
+  for (int64_t at = 0; at < length; at += kScanTokens) {
+    const int64_t n = std::min(kScanTokens, length - at);
+    {
+      auto g = h5::lock();
+      h5::silence_errors();
+      h5::Handle fspace(H5Dget_space(ds));
+      hsize_t s = hsize_t(at), c = hsize_t(n);
+      h5::Handle mspace(H5Screate_simple(1, &c, nullptr));
+      if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &s, nullptr, &c, nullptr) < 0 ||
+          H5Dread(ds, mem, mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()) < 0)
+        throw Error(path + ": reading 'tokens' failed (corrupt or truncated file)");
+    }
+    T lo = buf[0], hi = buf[0];
+    for (int64_t i = 0; i < n; ++i) {
+      lo = std::min(lo, buf[size_t(i)]);
+      hi = std::max(hi, buf[size_t(i)]);
+    }
+    const bool bad_lo = std::is_signed_v<T> && int64_t(lo) < 0;
+    const bool bad_hi = std::is_signed_v<T> ? int64_t(hi) >= vocab : uint64_t(hi) >= uint64_t(vocab);
+    if (!bad_lo && !bad_hi) continue;
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = buf[size_t(i)];
+      if ((std::is_signed_v<T> && int64_t(v) < 0) || uint64_t(v) >= uint64_t(vocab)) {
+        // (An unsigned 64-bit id past INT64_MAX is named as a negative number.)
+        *value = int64_t(v);
+        return at + i;
+      }
+    }
+  }
+  return -1;
+}
+
+// Streams `ds` once and throws the first id outside [0, vocab) (see first_bad_id). A type that
+// cannot hold an id >= vocab (unsigned, 2^bits <= vocab) needs no pass.
+void check_stream(hid_t ds, int64_t length, int64_t vocab, const std::string& path) {
+  size_t size = 0;
+  bool is_signed = false;
+  {
+    auto g = h5::lock();
+    h5::Handle type(H5Dget_type(ds));
+    size = H5Tget_size(type.get());
+    is_signed = H5Tget_sign(type.get()) == H5T_SGN_2;
+  }
+  if (!is_signed && size < 8 && (int64_t{1} << (8 * size)) <= vocab) return;
+  int64_t value = 0, pos = -1;
+  switch (is_signed ? -int(size) : int(size)) {
+    case 1: pos = first_bad_id<uint8_t>(ds, H5T_NATIVE_UINT8, length, vocab, path, &value); break;
+    case 2: pos = first_bad_id<uint16_t>(ds, H5T_NATIVE_UINT16, length, vocab, path, &value); break;
+    case 4: pos = first_bad_id<uint32_t>(ds, H5T_NATIVE_UINT32, length, vocab, path, &value); break;
+    case 8: pos = first_bad_id<uint64_t>(ds, H5T_NATIVE_UINT64, length, vocab, path, &value); break;
+    case -1: pos = first_bad_id<int8_t>(ds, H5T_NATIVE_INT8, length, vocab, path, &value); break;
+    case -2: pos = first_bad_id<int16_t>(ds, H5T_NATIVE_INT16, length, vocab, path, &value); break;
+    case -4: pos = first_bad_id<int32_t>(ds, H5T_NATIVE_INT32, length, vocab, path, &value); break;
+    default: pos = first_bad_id<int64_t>(ds, H5T_NATIVE_INT64, length, vocab, path, &value); break;
+  }
+  if (pos >= 0) throw Error(id_error(path, pos, value, vocab));
+}
+
 }  // namespace
 
 bool is_token_file(const std::string& path) {
@@ -56,7 +123,7 @@ bool is_token_file(const std::string& path) {
   return f.valid() && H5Lexists(f.get(), "tokens", H5P_DEFAULT) > 0;
 }
 
-TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len, int64_t in_memory_max) {
+TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len, int64_t in_memory_max, bool lazy) {
   if (seq_len < 1)
     throw Error(paths.at(0) + " holds a token stream: pass --seq-len T (the tokens per training window; TOML seq_len)");
   int64_t total_windows = 0, total_tokens = 0;
@@ -101,7 +168,10 @@ TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len,
                     paths[0] + " has " + std::to_string(info_.vocab_size));
       }
     }
-    f->windows = f->length > 0 ? (f->length - 1) / seq_len : 0;
+    if (f->length == 0)
+      throw Error(path + ": dataset 'tokens' is empty (0 tokens; a training window needs seq_len + 1 = " +
+                  std::to_string(seq_len + 1) + ")");
+    f->windows = (f->length - 1) / seq_len;
     if (f->windows < 1)
       throw Error("--seq-len " + std::to_string(seq_len) + " is larger than " + path + "'s stream of " +
                   std::to_string(f->length) + " tokens (a window needs seq_len + 1 tokens)");
@@ -123,6 +193,8 @@ TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len,
           f->cache[size_t(at + i)] = int32_t(chunk[i]);
         }
       }
+    } else if (!lazy) {
+      check_stream(f->tokens.get(), f->length, f->vocab, path);
     }
     start_.push_back(total_windows);
     total_windows += f->windows;
@@ -204,7 +276,7 @@ void TokenSource::read(const std::vector<int64_t>& sorted, int64_t* inputs, int6
       while (uniq[u] != local[i]) ++u;
       const int64_t* w = buf.data() + offset[u];
       for (int64_t q = 0; q <= t; ++q)
-        if (w[q] < 0 || w[q] >= f.vocab) throw Error(id_error(f.path, local[i] * t + q, w[q], f.vocab));
+        if (w[q] < 0 || w[q] >= f.vocab) throw InputError(id_error(f.path, local[i] * t + q, w[q], f.vocab));
       put(first + i, w);
     }
   }

@@ -12,12 +12,17 @@
 //
 // Contract of the constructor: every problem is found before training starts and reported as one
 // hpctrain::Error line naming the file: missing `tokens` or `vocab_size`, a float or multi-dim
-// `tokens`, vocab_size < 1 or > 2^31 - 1, files that disagree on vocab_size, seq_len < 1, and a
-// stream too short for one window ("--seq-len 512 is larger than FILE's stream of 300 tokens").
-// A stream that fits the process's in-memory budget (h5_dataset.h) is read whole at open, in
-// chunks, and every token id is checked there (an id >= vocab_size or < 0 names the file, the
-// position and the value); a larger stream is read per batch with one coalesced H5Dread, and its
-// ids are checked as they are read (the error then comes from the loader, with the same text).
+// `tokens`, vocab_size < 1 or > 2^31 - 1, files that disagree on vocab_size, seq_len < 1, an empty
+// stream ("FILE: dataset 'tokens' is empty"), a stream too short for one window ("--seq-len 512
+// is larger than FILE's stream of 300 tokens"), and a token id >= vocab_size or < 0 (naming the
+// file, the position and the value). A stream that fits the process's in-memory budget
+// (h5_dataset.h) is read whole at open, in chunks, and checked there; a larger one is streamed
+// once at open in its stored integer type (a min/max pass in 4 Mi-token chunks; skipped when the
+// type cannot hold an id >= vocab_size, e.g. uint8 with vocab_size 256) and afterwards read per
+// batch with one coalesced H5Dread. With `lazy` the larger stream is not streamed at open: its
+// ids are checked as batches read them, and a bad one throws hpctrain::InputError (exit code 2,
+// runtime/check.h) from the reading thread, with the same text. Full checks make that error
+// impossible unless the file changes under the run.
 //
 // Thread use: as H5Dataset (one TokenSource per reading thread; H5* calls under h5::lock()).
 #pragma once
@@ -38,7 +43,8 @@ bool is_token_file(const std::string& path);
 class TokenSource {
  public:
   // `in_memory_max`: a stream of more bytes (4 per token in memory) is never read whole.
-  TokenSource(const std::vector<std::string>& files, int64_t seq_len, int64_t in_memory_max);
+  // `lazy`: a stream that is not read whole is checked per batch only (see the contract above).
+  TokenSource(const std::vector<std::string>& files, int64_t seq_len, int64_t in_memory_max, bool lazy = false);
   ~TokenSource();
   TokenSource(TokenSource&&) noexcept;
 

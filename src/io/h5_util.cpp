@@ -130,9 +130,12 @@ bool read_attr_string(hid_t obj, const std::string& name, std::string* out) {
   if (!a.valid() || n != 1) return false;
   Handle type(H5Aget_type(a.get()));
   if (H5Tget_class(type.get()) != H5T_STRING) return false;
+  // The file's character set (h5py writes UTF-8): HDF5 converts no string between ASCII and UTF-8.
+  const H5T_cset_t cset = H5Tget_cset(type.get());
   if (H5Tis_variable_str(type.get()) > 0) {
     Handle mem(H5Tcopy(H5T_C_S1));
     H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), cset);
     char* p = nullptr;
     if (H5Aread(a.get(), mem.get(), &p) < 0 || !p) return false;
     *out = p;
@@ -144,6 +147,7 @@ bool read_attr_string(hid_t obj, const std::string& name, std::string* out) {
   Handle mem(H5Tcopy(H5T_C_S1));
   H5Tset_size(mem.get(), size);
   H5Tset_strpad(mem.get(), H5T_STR_NULLPAD);
+  H5Tset_cset(mem.get(), cset);
   if (size > 0 && H5Aread(a.get(), mem.get(), s.data()) < 0) return false;
   s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
   *out = std::move(s);

@@ -1,5 +1,6 @@
 // agree_on_failure and run_on_rank0 over plain MPI: an allgather of failure flags before any
-// rank throws, and a broadcast of rank 0's message (length first, then the bytes).
+// rank throws, and a broadcast of rank 0's message (its error_line: length first, then the
+// bytes).
 #include "runtime/agree.h"
 
 #include <exception>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "runtime/check.h"
+#include "runtime/error_line.h"
 
 namespace hpctrain {
 namespace {
@@ -29,7 +31,7 @@ void agree_on_failure(MPI_Comm comm, const std::function<void()>& body) {
     body();
   } catch (const std::exception& e) {
     err = std::current_exception();
-    msg = e.what();
+    msg = error_line(e);  // one line: a LibTorch error's backtrace stays out of the broadcast
   }
   int size = 1;
   HPC_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -55,8 +57,7 @@ void run_on_rank0(MPI_Comm comm, const std::string& context, const std::function
     try {
       body();
     } catch (const std::exception& e) {
-      msg = e.what();
-      if (msg.empty()) msg = "unknown error";
+      msg = error_line(e);  // one line, never empty
     }
   }
   msg = bcast_from_rank0(comm, msg);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/check.h"
+#include "runtime/error_line.h"
 #include "runtime/exit_codes.h"
 #include "runtime/world.h"
 
@@ -62,7 +63,7 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
   } catch (const CollectiveError& e) {
     int rank = world ? world->rank() : 0;
     if (World::initialized()) rank = World::get().rank();
-    if (rank == 0) std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
+    if (rank == 0) std::fprintf(stderr, "hpctrain: error: %s\n", error_line(e).c_str());
     std::fflush(stdout);
     std::fflush(stderr);
     if (World::initialized()) World::get().finalize();
@@ -71,9 +72,7 @@ int run_guarded(int argc, char** argv, const std::function<int(World&)>& body) {
     int rank = World::initialized() ? World::get().rank() : 0;
     int size = World::initialized() ? World::get().size() : 1;
     // LibTorch errors carry a multi-line C++ backtrace: report their first line only.
-    auto* c10e = dynamic_cast<const c10::Error*>(&e);
-    std::string msg = c10e ? c10e->what_without_backtrace() : e.what();
-    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    const std::string msg = error_line(e);
     run_fatal_hooks(msg);
     std::fprintf(stderr, "hpctrain: rank %d: error: %s\n", rank, msg.c_str());
     std::fflush(stderr);

@@ -67,6 +67,7 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(std::string, grad_comm_dtype, "fp32", "", "fp32|bf16|fp16", kNoMin, kNoMax, false, "dtype gradients are reduced in: bf16/fp16 halve the bytes on the network (cast per bucket, summed in fp32 per combine, as PyTorch's bf16_compress_hook)") \
   X(std::string, allreduce, "auto", "", "auto|flat|hierarchical", kNoMin, kNoMax, false, "CPU allreduce across hosts: hierarchical (in-host shared memory, then one rank per host and part across hosts), flat, or auto (hierarchical when several hosts have several ranks on some; hpctrain doctor shows the choice)") \
   X(int64_t, prefetch, 2, "", "", 0, 1024, false, "batches prefetched by the loader thread") \
+  X(std::string, validate_tokens, "full", "", "full|lazy", kNoMin, kNoMax, false, "token data: check every token id at start-up (full; a file over --data-in-memory-mb is streamed once) or only as batches read them (lazy: a bad id then ends the run mid-way, exit code 2)") \
   X(int64_t, data_in_memory_mb, 512, "", "", 0, 1 << 20, false, "read a data file whole into memory at its first batch when it is at most this many MiB (512 in all per process; 0: read every batch from the file)") \
   X(bool, augment, false, "", "", kNoMin, kNoMax, false, "random crop + flip augmentation") \
   X(std::string, ckpt_dir, "", "DIR", "", kNoMin, kNoMax, false, "checkpoint directory (empty: no checkpoints)") \

@@ -5,12 +5,14 @@
 #include "train/eval_checkpoint.h"
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 
 #include "ckpt/checkpoint.h"
 #include "comm/open_run.h"
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
+#include "dataset/token_source.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
@@ -46,7 +48,17 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
     lo.regression = Loss::regression(loss_name);
     if (lo.regression) lo.labels = targets_key;
     lo.seq_len = st.meta.value("seq_len", int64_t{0});
-    loader = std::make_unique<Loader>(split_files(req.data, "test"), w.size(), w.rank(), lo);
+    // Token data or not is the checkpoint's to say (eval takes no --seq-len): a mismatch named here.
+    const std::vector<std::string> files = split_files(req.data, "test");
+    const std::string model_name = st.meta.value("model", std::string("?"));
+    if (lo.seq_len <= 0 && is_token_file(files.at(0)))
+      throw CollectiveError(files[0] + " holds a token stream, but the checkpoint's model " + model_name +
+                            " was not trained on token data (no seq_len in " + req.ckpt + "'s metadata)");
+    if (lo.seq_len > 0 && std::filesystem::exists(files.at(0)) && !is_token_file(files[0]))
+      throw CollectiveError("the checkpoint's language model " + model_name +
+                            " was trained on token windows (seq_len " + std::to_string(lo.seq_len) + "), but " +
+                            files[0] + " has no 'tokens' dataset: evaluate it on token data (data/README.md)");
+    loader = std::make_unique<Loader>(files, w.size(), w.rank(), lo);
     if (!st.meta.contains("model"))
       throw CollectiveError(req.ckpt + " has no model name in its metadata (not written by hpctrain train)");
     const auto& info = loader->info();

@@ -13,6 +13,7 @@
 #include "ckpt/checkpoint.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
+#include "runtime/tensor_text.h"
 #include "train/checkpoint_model.h"
 
 namespace hpctrain {
@@ -39,6 +40,10 @@ GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
     throw CollectiveError(req.ckpt + " holds model " + spec.name +
                           ", which was not trained on token data (no vocab_size and seq_len in its metadata): "
                           "nothing to generate");
+  if (req.top_k > spec.vocab_size)
+    throw CollectiveError("--top-k " + std::to_string(req.top_k) + " is larger than the vocabulary of " + req.ckpt +
+                          " (vocab_size " + std::to_string(spec.vocab_size) + "): pass at most " +
+                          std::to_string(spec.vocab_size) + ", or 0 for the whole vocabulary");
   spec.device = device;
   GenerateResult r;
   r.tokenizer = st.meta.value("tokenizer", std::string());
@@ -65,6 +70,9 @@ GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
   model->to(device);
   load_model_state(st, state_dict_names(*model), "checkpoint " + req.ckpt);
   model->train(false);
+  for (const auto& [name, t] : target)  // a damaged or diverged checkpoint: name what is wrong
+    if (t.is_floating_point() && !t.isfinite().all().item<bool>())
+      throw CollectiveError("checkpoint " + req.ckpt + ": " + name + " holds non-finite values (NaN or inf)");
 
   at::NoGradGuard no_grad;
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(req.seed);
@@ -74,9 +82,14 @@ GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
     at::Tensor idx = at::tensor(std::vector<int64_t>(ctx.end() - n, ctx.end()), at::kLong).view({1, n}).to(device);
     at::Tensor logits = model->forward(idx);
     if (logits.dim() != 3 || logits.size(0) != 1 || logits.size(1) != n || logits.size(2) != spec.vocab_size)
-      throw CollectiveError("model " + spec.name + " returned " + std::to_string(logits.dim()) +
-                            "-D logits; a language model returns [B, T, vocab_size]");
+      throw CollectiveError("model " + spec.name + " returned logits " + shape_string(logits.sizes()) + " for input " +
+                            shape_string(idx.sizes()) + "; a language model with the checkpoint's vocab_size " +
+                            std::to_string(spec.vocab_size) +
+                            " returns [B, T, vocab_size] = " + shape_string({1, n, spec.vocab_size}));
     at::Tensor last = logits[0][n - 1].to(at::kCPU, at::kFloat);
+    if (!last.isfinite().all().item<bool>())
+      throw CollectiveError("model " + spec.name + " returned non-finite logits (NaN or inf) for generated token " +
+                            std::to_string(i) + " (context of " + std::to_string(n) + " tokens)");
     int64_t next;
     if (req.temperature == 0) {
       next = last.argmax().item<int64_t>();

@@ -11,7 +11,9 @@
 //   generator seeded with `seed` (the same request gives the same text).
 // - The prompt: `prompt_tokens` when not empty, else `prompt` as UTF-8 bytes, which needs the
 //   checkpoint's tokenizer to be "bytes". Errors (one line, CollectiveError): not a language-model
-//   checkpoint, an empty prompt, a token id outside the vocabulary, text for another tokenizer.
+//   checkpoint, an empty prompt, a token id outside the vocabulary, text for another tokenizer,
+//   top_k > vocab_size, a weight or buffer with NaN/inf (named), logits that are not
+//   [1, T, vocab_size] (their shape named) or not finite.
 #pragma once
 
 #include <cstdint>

@@ -92,6 +92,7 @@ void Trainer::State::setup() {
   lo.regression = Loss::regression(cfg.loss);
   if (lo.regression) lo.labels = cfg.targets_key;
   lo.seq_len = cfg.seq_len;
+  lo.lazy_tokens = cfg.validate_tokens == "lazy";
   LoaderOptions eo = lo;
   eo.shuffle = false;
   eo.augment = false;

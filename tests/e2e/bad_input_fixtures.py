@@ -195,3 +195,26 @@ write_tokens(f"{BAD}/tok_no_vocab", toks.astype(np.uint8), attrs={"tokenizer": "
 write_tokens(f"{BAD}/tok_vocab_mix", toks.astype(np.uint8), name="train-00000.h5")
 write_tokens(f"{BAD}/tok_vocab_mix", toks.astype(np.uint16), attrs={"vocab_size": 512}, name="train-00001.h5",
              test=False)
+write_tokens(f"{BAD}/tok_neg", np.where(np.arange(2000) == 55, -1, toks).astype(np.int16))
+write_tokens(f"{BAD}/tok_2d", toks.astype(np.uint8).reshape(100, 20))
+write_tokens(f"{BAD}/tok_empty", np.zeros(0, np.uint8))
+write_tokens(f"{BAD}/tok_test_vocab", toks.astype(np.uint8), test=False)
+with h5py.File(f"{BAD}/tok_test_vocab/test.h5", "w") as f:
+    f["tokens"] = rng.integers(0, 512, 300).astype(np.uint16)
+    f.attrs["vocab_size"] = 512
+# A stream over the in-memory budget (--data-in-memory-mb 0) is streamed once at start-up: a bad
+# id deep in it (a window a short run never reads) is found before anything is written.
+write_tokens(f"{BAD}/tok_big_id_late", np.where(np.arange(2000) == 1900, 300, toks).astype(np.uint16))
+# --validate-tokens lazy: two windows of 16 (33 tokens), the second with id 300, so exactly one of
+# two ranks reads it in its first batch and ends the run with exit code 2.
+write_tokens(f"{BAD}/tok_lazy", np.where(np.arange(33) == 20, 300, toks[:33]).astype(np.uint16))
+# A small GPT checkpoint on the byte stream (vocab 256, tokenizer bytes) for eval and generate,
+# and a copy whose metadata names another tokenizer.
+GCK = f"{KEEP}/gpt_ck"
+must(["train", "--model", "gpt", "--model-config", "n_layer=1,n_head=1,n_embd=8", "--seq-len", "16", "--data", TOK,
+      "--batch-size", "8", "--max-steps", "1", "--ckpt-dir", GCK, "--ckpt-async=false"], np=1)
+gpt2_tok = f"{BAD}/gpt2_tok/step-00000001"
+shutil.copytree(f"{GCK}/step-00000001", gpt2_tok)
+man = json.load(open(f"{gpt2_tok}/manifest.json"))
+man["meta"]["tokenizer"] = "gpt2"
+json.dump(man, open(f"{gpt2_tok}/manifest.json", "w"))

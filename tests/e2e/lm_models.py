@@ -1,8 +1,9 @@
 """A GPT-like language model written in Python and saved as TorchScript, for the e2e tests of
 `hpctrain train --model lm.pt` on token data: token + position embeddings, one pre-LayerNorm
 block with causal self-attention (F.scaled_dot_product_attention) and a GELU MLP, and an output
-projection; forward(int64 [B,T]) -> logits [B,T,V].
-usage: lm_models.py OUT.pt VOCAB SEQ_LEN"""
+projection; forward(int64 [B,T]) -> logits [B,T,V]. With --extra-logit the same module (same
+parameters) returns [B,T,V+1], a model that does not fit its checkpoint's vocabulary.
+usage: lm_models.py OUT.pt VOCAB SEQ_LEN [--extra-logit]"""
 import sys
 
 import torch
@@ -26,6 +27,9 @@ class TinyLM(nn.Module):
         self.head = nn.Linear(d, vocab, bias=False)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.logits(idx)
+
+    def logits(self, idx: torch.Tensor) -> torch.Tensor:
         b, t = idx.shape
         x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=2)
@@ -39,6 +43,13 @@ class TinyLM(nn.Module):
         return self.head(self.lnf(x))
 
 
+class ExtraLogit(TinyLM):
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        z = self.logits(idx)
+        return torch.cat([z, z[:, :, :1]], dim=2)
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
-    torch.jit.script(TinyLM(int(sys.argv[2]), int(sys.argv[3]))).save(sys.argv[1])
+    cls = ExtraLogit if "--extra-logit" in sys.argv[4:] else TinyLM
+    torch.jit.script(cls(int(sys.argv[2]), int(sys.argv[3]))).save(sys.argv[1])

@@ -2,9 +2,10 @@
 # `hpctrain bench allreduce|reduce_scatter|allgather` on one host: one JSON line per size, sizes
 # doubling; every size checked against the bare MPI call's result (`wrong` = 0); times, algbw and
 # busbw consistent (busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for the other two); no link
-# columns on one host even with --link-gbit; bad arguments end in one error line and exit 2.
-# (A result that differs from MPI's makes `wrong` > 0 and the exit status 1: checked by hand with
-# a broken build, not here. Across hosts and link_frac: tests/cluster/test_cluster_hier.sh.)
+# columns on one host even with --link-gbit; bad arguments end in one error line and exit 2; a
+# collective whose result is really wrong (an LD_PRELOAD shim corrupts MPI_Allreduce's output)
+# gives `wrong` > 0 at every size and exit status 1. (Across hosts and link_frac:
+# tests/cluster/test_cluster_hier.sh.)
 source "$(dirname "$0")/lib.sh"
 check() {  # FILE OP RANKS DTYPE MIN MAX
   /usr/bin/python3 - "$@" <<'PY'
@@ -45,6 +46,25 @@ for op in reduce_scatter allgather; do
   check "$WORK/$op.jsonl" "$op" 3 fp32 12 3145728
 done
 ok "3 ranks: allreduce, reduce_scatter, allgather from 12 bytes to 3 MiB equal the bare MPI calls"
+
+# A wrong result, made from outside: the shim adds 1 to the first float of rank 0's MPI_Allreduce
+# result (the bare MPI call's; hpctrain's own allreduce on one host goes through shared memory).
+SHIM="${HPCTRAIN_BUILD_DIR:-$(dirname "$BIN")}/tests/libpreload_allreduce_corrupt.so"
+[ -f "$SHIM" ] || fail "$SHIM is not built"
+set +e
+timeout 600 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$SHIM" "$BIN" bench allreduce --min-bytes 4096 \
+  --max-bytes 65536 --iters 2 >"$WORK/wrong.jsonl" 2>"$WORK/wrong.err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$WORK/wrong.err"; fail "a wrong allreduce result: exit $rc, expected 1"; }
+/usr/bin/python3 - "$WORK/wrong.jsonl" <<'PY' || fail "a wrong allreduce result is not counted"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert [r["bytes"] for r in rows] == [4096, 8192, 16384, 32768, 65536], rows
+assert all(r["wrong"] == 1 for r in rows), [(r["bytes"], r["wrong"]) for r in rows]
+PY
+grep -q '^hpctrain bench allreduce: WRONG results at 5 sizes' "$WORK/wrong.err" || { cat "$WORK/wrong.err"; fail "no WRONG line"; }
+ok "a corrupted MPI_Allreduce result (LD_PRELOAD shim): wrong = 1 at each of 5 sizes, exit 1"
 expect_error bench_min "min-bytes" bench allreduce --min-bytes 0
 expect_error bench_order "min-bytes" bench reduce_scatter --min-bytes 8192 --max-bytes 4096
 expect_error bench_iters "iters" bench allgather --iters 0

@@ -10,7 +10,9 @@
 # - the language-model metrics (tokens_per_s, test_ppl, bits_per_byte) in the summary and the
 #   metrics file; `hpctrain eval` gives the run's test loss;
 # - `hpctrain generate`: greedy is deterministic, the same from the directory and the merged .h5,
-#   starts with the prompt and slides past the block size; sampling with a seed repeats.
+#   starts with the prompt and slides past the block size; sampling with a seed repeats, differs
+#   from greedy, between seeds and between temperatures, top-k 1 is greedy, and .pt/.safetensors
+#   merges sample the same; a NaN weight and logits of the wrong width are one-line errors (exit 2).
 source "$(dirname "$0")/lib.sh"
 PY=${HPCTRAIN_PYTHON:-${HPCTRAIN_HOME:-$HOME/.cache/hpctrain}/venv/bin/python}
 CMP="$(dirname "$0")/compare_state.py"
@@ -104,7 +106,77 @@ run_np 1 generate --ckpt "$WORK/gpt2" --prompt "GNU General" --max-new-tokens 40
 import json,sys; j=json.load(open(sys.argv[1]))
 assert len(j['prompt_tokens']) == 11 and len(j['tokens']) == 40 and j['block_size'] == 32, j
 assert all(0 <= t < 256 for t in j['tokens'])" "$WORK/g.json" || fail "generate --json"
-gen "$WORK/gpt2" --max-new-tokens 30 --temperature 0.8 --top-k 20 --seed 5 >"$WORK/s1.txt"
-gen "$WORK/gpt2" --max-new-tokens 30 --temperature 0.8 --top-k 20 --seed 5 >"$WORK/s2.txt"
-cmp -s "$WORK/s1.txt" "$WORK/s2.txt" || fail "seeded sampling does not repeat"
-ok "generate: greedy 40 tokens past a 32-token block, same from the merged .h5; seeded sampling repeats: $(head -c 60 "$WORK/g1.txt" | tr '\n' ' ')"
+# Sampling, as token ids (--json): seeded draws repeat; they differ from greedy, between seeds and
+# between temperatures; top-k 1 is greedy; the .pt and .safetensors merges give the same draws.
+merged "$WORK/gpt2" "$WORK/gpt2.pt"
+merged "$WORK/gpt2" "$WORK/gpt2.safetensors"
+gj() {  # NAME CKPT ARGS...: 30 tokens after "GNU General" as JSON into $WORK/NAME.json
+  run_np 1 generate --ckpt "$2" --prompt "GNU General" --max-new-tokens 30 --json "${@:3}" >"$WORK/$1.json" ||
+    fail "generate $*"
+}
+gj greedy "$WORK/gpt2" --temperature 0
+gj s5 "$WORK/gpt2" --temperature 0.8 --top-k 20 --seed 5
+gj s5again "$WORK/gpt2" --temperature 0.8 --top-k 20 --seed 5
+gj s6 "$WORK/gpt2" --temperature 0.8 --top-k 20 --seed 6
+gj hot5 "$WORK/gpt2" --temperature 2 --top-k 20 --seed 5
+gj k1 "$WORK/gpt2" --temperature 0.8 --top-k 1 --seed 5
+for f in pt safetensors; do
+  gj "greedy_$f" "$WORK/gpt2.$f" --temperature 0
+  gj "s5_$f" "$WORK/gpt2.$f" --temperature 0.8 --top-k 20 --seed 5
+done
+/usr/bin/python3 - "$WORK" <<'PY' || fail "sampling"
+import json, sys
+t = lambda n: json.load(open(f"{sys.argv[1]}/{n}.json"))["tokens"]
+g, s5 = t("greedy"), t("s5")
+assert len(g) == len(s5) == 30, (g, s5)
+assert t("s5again") == s5, "seeded sampling does not repeat"
+assert s5 != g, "sampling at temperature 0.8 gives the greedy tokens (--temperature ignored?)"
+assert t("s6") != s5, "seed 6 draws the same tokens as seed 5 (--seed ignored?)"
+assert t("hot5") != s5, "temperature 2 draws the same tokens as 0.8 with the same seed (--temperature ignored?)"
+assert t("k1") == g, "--top-k 1 is not greedy (--top-k ignored?)"
+for f in ("pt", "safetensors"):
+    assert t(f"greedy_{f}") == g, f"greedy from the merged .{f} differs from the checkpoint directory's"
+    assert t(f"s5_{f}") == s5, f"seeded sampling from the merged .{f} differs from the checkpoint directory's"
+print(f"ok: greedy {g[:8]}..., seed 5 {s5[:8]}..., seed 6 {t('s6')[:8]}..., top-k 1 == greedy; .pt and .safetensors the same")
+PY
+ok "generate: greedy 40 tokens past a 32-token block, same from the merged .h5; sampling honours --seed, --temperature and --top-k, the same from .pt and .safetensors: $(head -c 60 "$WORK/g1.txt" | tr '\n' ' ')"
+
+# Errors in generate are one line on stderr with exit code 2. A checkpoint with a NaN weight
+# (transformer.ln_f.weight of the merged .safetensors, its checksum entry dropped as a hand edit
+# would): named, for sampling (LibTorch's multinomial would throw with a C++ backtrace) and greedy
+# (whose argmax over NaN would pick a token silently).
+/usr/bin/python3 - "$WORK/gpt2.safetensors" "$WORK/nan.safetensors" transformer.ln_f.weight <<'PY' || fail "poisoning"
+import json, struct, sys
+src, dst, name = sys.argv[1:]
+b = open(src, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h, data = json.loads(b[8:8 + n]), bytearray(b[8 + n:])
+meta = json.loads(h["__metadata__"]["hpctrain_meta"])
+for m in (meta, meta.get("meta", {})):  # its checksum is stored under the shard path model/NAME
+    m.get("tensor_xxh3", {}).pop("model/" + name, None)
+h["__metadata__"]["hpctrain_meta"] = json.dumps(meta)
+a, z = h[name]["data_offsets"]
+assert h[name]["dtype"] == "F32", h[name]
+data[a:z] = struct.pack("<f", float("nan")) * ((z - a) // 4)
+hs = json.dumps(h).encode()
+hs += b" " * ((8 - len(hs) % 8) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(hs)) + hs + data)
+PY
+gen_error() {  # NAME KEY ARGS...: `generate ARGS` exits 2 with exactly one stderr line, containing KEY
+  local name=$1 key=$2 rc; shift 2
+  set +e  # one process without mpiexec (an MPI singleton): stderr is the program's alone
+  timeout 600 "$BIN" generate --max-new-tokens 5 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"; rc=$?
+  set -e
+  [ "$rc" = 2 ] || { cat "$WORK/$name.err"; fail "$name: exit $rc, expected 2"; }
+  [ "$(wc -l <"$WORK/$name.err")" = 1 ] || { cat "$WORK/$name.err"; fail "$name: $(wc -l <"$WORK/$name.err") stderr lines, expected 1"; }
+  grep -qF -- "$key" "$WORK/$name.err" || { cat "$WORK/$name.err"; fail "$name: the error does not say '$key'"; }
+  ok "$name: $(cut -c1-200 "$WORK/$name.err")"
+}
+gen_error nan_sampled "transformer.ln_f.weight holds non-finite values" --ckpt "$WORK/nan.safetensors" --prompt "GNU" --temperature 0.8 --seed 1
+gen_error nan_greedy "transformer.ln_f.weight holds non-finite values" --ckpt "$WORK/nan.safetensors" --prompt "GNU" --temperature 0
+# A model whose logits do not fit the checkpoint's vocabulary (the TorchScript module's
+# parameters with one logit more): its shape and the vocabulary are named.
+"$PY" "$(dirname "$0")/lm_models.py" "$WORK/lm_wide.pt" 256 32 --extra-logit 2>/dev/null
+gen_error wide_logits "returned logits [1,3,257] for input [1,3]; a language model with the checkpoint's vocab_size 256 returns [B, T, vocab_size] = [1,3,256]" \
+  --ckpt "$WORK/ts2" --model "$WORK/lm_wide.pt" --prompt "GNU" --temperature 0
+echo "PASS test_lm"

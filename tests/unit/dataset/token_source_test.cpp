@@ -30,6 +30,7 @@ struct TokSpec {
   int64_t vocab = 1000;  // < 0: no vocab_size attribute
   const char* tokenizer = nullptr;
   bool float_tokens = false;
+  bool utf8 = false;  // the tokenizer as h5py writes a str: variable length, UTF-8
 };
 
 std::string make_tokens(const TempDir& dir, const std::string& name, const TokSpec& s) {
@@ -51,10 +52,14 @@ std::string make_tokens(const TempDir& dir, const std::string& name, const TokSp
   }
   if (s.tokenizer) {
     hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, std::strlen(s.tokenizer));
+    H5Tset_size(t, s.utf8 ? H5T_VARIABLE : std::strlen(s.tokenizer));
+    if (s.utf8) H5Tset_cset(t, H5T_CSET_UTF8);
     hid_t asp = H5Screate(H5S_SCALAR);
     hid_t a = H5Acreate2(f, "tokenizer", t, asp, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(a, t, s.tokenizer);
+    if (s.utf8)
+      H5Awrite(a, t, &s.tokenizer);
+    else
+      H5Awrite(a, t, s.tokenizer);
     H5Aclose(a);
     H5Sclose(asp);
     H5Tclose(t);
@@ -158,11 +163,21 @@ TEST(TokenSource, BadFilesEachNameTheCause) {
   std::string e = error_of([&] { TokenSource({bad}, 4, 1 << 20); });  // checked at open
   EXPECT_NE(e.find("token id 1000 at position 37"), std::string::npos) << e;
   EXPECT_NE(e.find("big.h5"), std::string::npos) << e;
-  TokenSource lazy({bad}, 4, 0);  // read per batch: checked as read, same text
+  e = error_of([&] { TokenSource({bad}, 4, 0); });  // not read whole: streamed once at open, same text
+  EXPECT_NE(e.find("token id 1000 at position 37"), std::string::npos) << e;
+  TokenSource lazy({bad}, 4, 0, /*lazy=*/true);  // read per batch: checked as read, same text
   std::vector<int64_t> in(4), tg(4);
   EXPECT_NO_THROW(lazy.read({0}, in.data(), tg.data()));
-  e = error_of([&] { lazy.read({9}, in.data(), tg.data()); });  // window 9 = tokens 36..40
-  EXPECT_NE(e.find("token id 1000 at position 37"), std::string::npos) << e;
+  try {
+    lazy.read({9}, in.data(), tg.data());  // window 9 = tokens 36..40
+    ADD_FAILURE() << "no error for a bad id read mid-run";
+  } catch (const hpctrain::InputError& x) {  // bad input found mid-run: exit code 2, never restarted
+    EXPECT_NE(std::string(x.what()).find("token id 1000 at position 37"), std::string::npos) << x.what();
+  }
+  TokSpec empty = ok;
+  empty.tokens.clear();
+  e = error_of([&] { TokenSource({make_tokens(dir, "empty.h5", empty)}, 4, 1 << 20); });
+  EXPECT_NE(e.find("empty.h5: dataset 'tokens' is empty"), std::string::npos) << e;
   EXPECT_NE(error_of([&] { TokenSource({good}, 50, 1 << 20); }).find("is larger than"), std::string::npos);
   EXPECT_NE(error_of([&] { TokenSource({good}, 0, 1 << 20); }).find("--seq-len"), std::string::npos);
   TokSpec other = ok;
@@ -176,6 +191,46 @@ TEST(TokenSource, BadFilesEachNameTheCause) {
   H5Fclose(H5Fcreate(img.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
   e = error_of([&] { hpctrain::DataSource({img}, io); });
   EXPECT_NE(e.find("is for token data"), std::string::npos) << e;
+}
+
+// The start-up pass over a stream that is not read whole: every stored integer type, the first
+// bad id of several, one past a 4 Mi-token chunk boundary, and a type that cannot hold a bad id.
+TEST(TokenSource, StreamedAtOpenInItsStoredType) {
+  TempDir dir;
+  const std::vector<std::pair<hid_t, int64_t>> types = {
+      {H5T_STD_I8LE, -3},      {H5T_STD_I16LE, -300},  {H5T_STD_I32LE, -70000},  {H5T_STD_I64LE, -(int64_t{1} << 40)},
+      {H5T_STD_U8LE, 200},     {H5T_STD_U16LE, 65535}, {H5T_STD_U32LE, 1 << 30}, {H5T_STD_U64LE, int64_t{1} << 40},
+      {H5T_STD_I64BE, 100000}, {H5T_STD_U16BE, 150}};
+  for (size_t k = 0; k < types.size(); ++k) {
+    TokSpec s;
+    s.type = types[k].first;
+    s.vocab = 100;
+    s.tokens = std::vector<int64_t>(200, 7);
+    s.tokens[150] = types[k].second;
+    s.tokens[170] = 101;  // a later bad id: not the one named
+    std::string e = error_of([&] { TokenSource({make_tokens(dir, "t" + std::to_string(k) + ".h5", s)}, 4, 0); });
+    EXPECT_NE(e.find("token id " + std::to_string(types[k].second) + " at position 150 is outside [0, 100)"),
+              std::string::npos)
+        << k << ": " << e;
+  }
+  TokSpec big;  // a bad id just past the first 4 Mi-token chunk
+  big.type = H5T_STD_U16LE;
+  big.vocab = 1000;
+  big.tokens = std::vector<int64_t>((size_t{4} << 20) + 100, 3);
+  big.tokens[(size_t{4} << 20) + 7] = 1000;
+  std::string e = error_of([&] { TokenSource({make_tokens(dir, "big.h5", big)}, 16, 0); });
+  EXPECT_NE(e.find("token id 1000 at position 4194311"), std::string::npos) << e;
+  TokSpec named;  // h5py's f.attrs["tokenizer"] = "gpt2" (data/README.md): read, not dropped
+  named.tokens = iota(50);
+  named.tokenizer = "gpt2";
+  named.utf8 = true;
+  EXPECT_EQ(TokenSource({make_tokens(dir, "named.h5", named)}, 4, 0).info().tokenizer, "gpt2");
+  TokSpec bytes;  // uint8 with vocab_size 256: every value is an id, nothing to find
+  bytes.type = H5T_STD_U8LE;
+  bytes.vocab = 256;
+  bytes.tokens = iota(300);
+  for (auto& t : bytes.tokens) t %= 256;
+  EXPECT_NO_THROW(TokenSource({make_tokens(dir, "bytes.h5", bytes)}, 4, 0));
 }
 
 TEST(TextTokens, Utf8CheckAndPerFileSplit) {
