@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # e2e: the flight recorder (comm/flight_recorder.h) when what is around it fails.
 # 1. SIGUSR2 with the recorder off (`train --flight-records 0`, 2 ranks) and in `eval` (no
-#    recorder; the signal lands while eval is held in a write of its result by the preload shim
-#    write_hang, so it surely runs): the process goes on (exit 0), says once that it ignored the
-#    signal, and nothing is dumped.
+#    recorder; the signal lands while eval is held in a read of the test set by the preload
+#    shim io_hang, so it surely runs): the process goes on (exit 0), says once that it ignored
+#    the signal, and nothing is dumped.
 # 2. A dump that cannot be written (EIO on every write under flight/, preload shim write_eio),
 #    asked for by SIGUSR2: one line per rank saying so, no temporary file left, training goes
 #    on (exit 0).
 # 3. A fatal error on rank 1 (a plugin model that throws mid-run) while every write under
-#    flight/ hangs (shim write_hang: a hung file system): the abort does not wait for the dump
+#    flight/ hangs (shim io_hang: a hung file system): the abort does not wait for the dump
 #    beyond its deadline: the job ends with the error's exit code 1, rank 1 names the error and
 #    says its dump did not finish. Without the deadline it hangs until `timeout 120` (exit 124).
 # 4. The same hung dump on the watchdog's path: rank 1 stopped, rank 0's watchdog still aborts
 #    the job (exit 3).
 source "$(dirname "$0")/lib.sh"
 TESTS=${HPCTRAIN_BUILD_DIR:-$(dirname "$BIN")}/tests
-HANG=$TESTS/libpreload_write_hang.so
+HANG=$TESTS/libpreload_io_hang.so
 EIO=$TESTS/libpreload_write_eio.so
 for f in "$HANG" "$EIO" "$TESTS/libflight_faults.so"; do [ -f "$f" ] || fail "$f not built"; done
 "$BIN" data synthetic --out "$WORK/d" --n 4096 --height 28 --width 28 --classes 10 >/dev/null
@@ -35,14 +35,14 @@ set +e; wait $JOB; RC=$?; set -e
 [ -z "$(find "$WORK/off" -path '*flight*')" ] || fail "--flight-records 0: something was dumped"
 ok "--flight-records 0: SIGUSR2 ignored by both ranks, exit 0"
 
-# 1b. eval (one process: its stdout is the file the shim holds): SIGUSR2 while it runs.
+# 1b. eval: SIGUSR2 while it runs (held in its first read of test.h5).
 set +e
-LD_PRELOAD=$HANG PRELOAD_WRITE_HANG_PATH="$WORK/eval.out" PRELOAD_WRITE_HANG_MARK="$WORK/eval.held" \
-  PRELOAD_WRITE_HANG_RELEASE="$WORK/eval.go" timeout 120 "$BIN" eval --ckpt "$WORK/off/ck" --data "$WORK/d" \
+LD_PRELOAD=$HANG PRELOAD_IO_HANG_PATH="$WORK/d/test.h5" PRELOAD_IO_HANG_MARK="$WORK/eval.held" \
+  PRELOAD_IO_HANG_RELEASE="$WORK/eval.go" timeout 120 "$BIN" eval --ckpt "$WORK/off/ck" --data "$WORK/d" \
   >"$WORK/eval.out" 2>"$WORK/eval.err" &
 JOB=$!
-for ((i = 0; i < 600 && ! -e "$WORK/eval.held"; i++)); do sleep 0.1; done
-[ -e "$WORK/eval.held" ] || { cat "$WORK/eval.err"; fail "eval never wrote its result"; }
+for ((i = 0; i < 600; i++)); do [ -e "$WORK/eval.held" ] && break; sleep 0.1; done
+[ -e "$WORK/eval.held" ] || { cat "$WORK/eval.err"; fail "eval never read the test set"; }
 signal_ranks USR2 "$BIN eval"
 touch "$WORK/eval.go"
 wait $JOB; RC=$?
@@ -75,7 +75,7 @@ ok "EIO: $(grep -m1 'flight recorder: no dump' "$WORK/eio.err" | cut -c1-160)"
 # 3. A fatal error while the dump hangs.
 mkdir -p "$WORK/fatal"
 set +e
-timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$HANG" -x PRELOAD_WRITE_HANG_PATH="$WORK/fatal/flight/" \
+timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$HANG" -x PRELOAD_IO_HANG_PATH="$WORK/fatal/flight/" \
   "$BIN" train --model fails_mid_run --model-lib "$TESTS/libflight_faults.so" --data "$WORK/d" --batch-size 32 \
   --max-steps 100 --metrics "$WORK/fatal/m.jsonl" >"$WORK/fatal.out" 2>"$WORK/fatal.err"
 RC=$?
@@ -91,7 +91,7 @@ ok "fatal error with a hung dump: the job ended (exit 1)"
 
 # 4. The watchdog's dump hangs: the job still ends.
 mkdir -p "$WORK/wd"
-timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$HANG" -x PRELOAD_WRITE_HANG_PATH="$WORK/wd/flight/" \
+timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$HANG" -x PRELOAD_IO_HANG_PATH="$WORK/wd/flight/" \
   "$BIN" "${common[@]}" --epochs 100 --collective-timeout 4 --metrics "$WORK/wd/m.jsonl" \
   >"$WORK/wd.out" 2>"$WORK/wd.err" &
 JOB=$!
