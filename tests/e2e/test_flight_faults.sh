@@ -2,11 +2,12 @@
 # e2e: the flight recorder (comm/flight_recorder.h) when what is around it fails.
 # 1. SIGUSR2 with the recorder off (`train --flight-records 0`, 2 ranks) and in `eval` (no
 #    recorder; the signal lands while eval is held in a read of the test set by the preload
-#    shim io_hang, so it surely runs): the process goes on (exit 0), says once that it ignored
-#    the signal, and nothing is dumped.
+#    shim io_hang, so it surely runs): the process goes on (training: 10 more steps, then a
+#    SIGTERM ends it, exit 75; eval: exit 0), each says once that it ignored the signal, and
+#    nothing is dumped.
 # 2. A dump that cannot be written (EIO on every write under flight/, preload shim write_eio),
 #    asked for by SIGUSR2: one line per rank saying so, no temporary file left, training goes
-#    on (exit 0).
+#    on.
 # 3. A fatal error on rank 1 (a plugin model that throws mid-run) while every write under
 #    flight/ hangs (shim io_hang: a hung file system): the abort does not wait for the dump
 #    beyond its deadline: the job ends with the error's exit code 1, rank 1 names the error and
@@ -14,6 +15,7 @@
 # 4. The same hung dump on the watchdog's path: rank 1 stopped, rank 0's watchdog still aborts
 #    the job (exit 3).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/flight_lib.sh"
 TESTS=${HPCTRAIN_BUILD_DIR:-$(dirname "$BIN")}/tests
 HANG=$TESTS/libpreload_io_hang.so
 EIO=$TESTS/libpreload_write_eio.so
@@ -21,19 +23,16 @@ for f in "$HANG" "$EIO" "$TESTS/libflight_faults.so"; do [ -f "$f" ] || fail "$f
 "$BIN" data synthetic --out "$WORK/d" --n 4096 --height 28 --width 28 --classes 10 >/dev/null
 common=(train --model mlp --data "$WORK/d" --batch-size 32 --log-every 5 --lr 0.01)
 
-# 1a. --flight-records 0: SIGUSR2 is ignored, training finishes.
+# 1a. --flight-records 0: SIGUSR2 is ignored, training goes on (until a SIGTERM: exit 75).
 mkdir -p "$WORK/off"
-timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" "${common[@]}" --max-steps 1000 --flight-records 0 \
+timeout 300 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" "$BIN" "${common[@]}" --epochs 100 --flight-records 0 \
   --ckpt-dir "$WORK/off/ck" --metrics "$WORK/off/m.jsonl" >"$WORK/off.out" 2>"$WORK/off.err" &
 JOB=$!
-wait_for_step "$WORK/off/m.jsonl" 10 60 || fail "no train record for step 10"
-signal_ranks USR2 "$BIN train"
+usr2_then_stop "$WORK/off/m.jsonl" "$WORK/off.err" "^hpctrain: SIGUSR2 ignored: no flight recorder in this process" 2
 set +e; wait $JOB; RC=$?; set -e
-[ "$RC" = 0 ] || { tail "$WORK/off.err"; fail "--flight-records 0: SIGUSR2 ended the job (exit $RC)"; }
-[ "$(grep -c "^hpctrain: SIGUSR2 ignored: no flight recorder in this process" "$WORK/off.err")" = 2 ] ||
-  { cat "$WORK/off.err"; fail "--flight-records 0: not one 'SIGUSR2 ignored' line per rank"; }
+[ "$RC" = 75 ] || { tail "$WORK/off.err"; fail "--flight-records 0: exit $RC, expected 75 (stopped by SIGTERM)"; }
 [ -z "$(find "$WORK/off" -path '*flight*')" ] || fail "--flight-records 0: something was dumped"
-ok "--flight-records 0: SIGUSR2 ignored by both ranks, exit 0"
+ok "--flight-records 0: SIGUSR2 ignored by both ranks, training went on"
 
 # 1b. eval: SIGUSR2 while it runs (held in its first read of test.h5).
 set +e
@@ -55,13 +54,12 @@ ok "eval: SIGUSR2 ignored, the result written, exit 0"
 
 # 2. A dump that fails (EIO): one line per rank, no temporary file, training goes on.
 mkdir -p "$WORK/eio"
-timeout 120 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$EIO" -x PRELOAD_WRITE_EIO_PATH="$WORK/eio/flight/" \
-  "$BIN" "${common[@]}" --max-steps 1000 --metrics "$WORK/eio/m.jsonl" >"$WORK/eio.out" 2>"$WORK/eio.err" &
+timeout 300 "$MPIEXEC" -np 2 "${MPIFLAGS[@]}" -x LD_PRELOAD="$EIO" -x PRELOAD_WRITE_EIO_PATH="$WORK/eio/flight/" \
+  "$BIN" "${common[@]}" --epochs 100 --metrics "$WORK/eio/m.jsonl" >"$WORK/eio.out" 2>"$WORK/eio.err" &
 JOB=$!
-wait_for_step "$WORK/eio/m.jsonl" 10 60 || fail "no train record for step 10 (EIO)"
-signal_ranks USR2 "$BIN train"
+usr2_then_stop "$WORK/eio/m.jsonl" "$WORK/eio.err" "^hpctrain: rank [01]: flight recorder" 2
 set +e; wait $JOB; RC=$?; set -e
-[ "$RC" = 0 ] || { tail "$WORK/eio.err"; fail "EIO: exit $RC, expected 0 (training goes on)"; }
+[ "$RC" = 75 ] || { tail "$WORK/eio.err"; fail "EIO: exit $RC, expected 75 (stopped by SIGTERM)"; }
 for r in 0 1; do
   [ "$(grep -c "^hpctrain: rank $r: flight recorder: " "$WORK/eio.err")" = 1 ] &&
     grep -Eq "^hpctrain: rank $r: flight recorder: no dump \(SIGUSR2\): cannot write $WORK/eio/flight/[^/]+/rank-$r\.json\.tmp\.[0-9]+: Input/output error$" "$WORK/eio.err" ||
