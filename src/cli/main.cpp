@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "comm/flight_recorder.h"
 #include "hpctrain_version.h"
 #include "runtime/build_id.h"
 #include "runtime/check.h"
@@ -30,6 +31,8 @@ std::vector<AddCommand> registered_commands() {
 
 int main(int argc, char** argv) {
   return hpctrain::run_guarded(argc, argv, [&](hpctrain::World& world) -> int {
+    // SIGUSR2 asks `train`'s flight recorder for a dump: no command is killed by it.
+    hpctrain::FlightRecorder::catch_dump_signal();
     CLI::App app{"hpctrain: data-parallel training on LibTorch for MPI clusters"};
     app.set_version_flag("--version", HPCTRAIN_VERSION);
     app.require_subcommand(1);

@@ -1,15 +1,19 @@
 // FlightRecorder: a mutex-guarded ring of records (lookup by lane and sequence number from the
 // newest end, where the op being started or ended almost always is), dumped as JSON through a
-// temporary file and a rename; SIGUSR2 sets a flag that a small thread polls.
+// temporary file and a rename on a detached thread the caller waits for at most
+// kDumpDeadlineS; SIGUSR2 sets a flag that a small thread polls.
 #include "comm/flight_recorder.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +23,46 @@ namespace hpctrain {
 namespace {
 
 volatile std::sig_atomic_t g_usr2 = 0;
-extern "C" void on_usr2(int) { g_usr2 = 1; }
+volatile std::sig_atomic_t g_on = 0;  // a recorder is on: SIGUSR2 asks it for a dump
+extern "C" void on_usr2(int) {
+  if (g_on) {
+    g_usr2 = 1;
+    return;
+  }
+  static const char msg[] =
+      "hpctrain: SIGUSR2 ignored: no flight recorder in this process (--flight-records 0, or a command "
+      "other than train)\n";
+  const int saved = errno;
+  ssize_t n = ::write(2, msg, sizeof msg - 1);
+  (void)n;
+  errno = saved;
+}
+
+// Writes `text` to `dir`/`name` through `name`.tmp.<pid> and a rename. Returns "" or why not;
+// a failure leaves no temporary file.
+std::string write_atomically(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return "cannot create " + dir.string() + ": " + ec.message();
+  const fs::path final_path = dir / name;
+  const fs::path tmp = dir / (name + ".tmp." + std::to_string(getpid()));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot create " + tmp.string() + ": " + std::strerror(errno);
+  std::string why;
+  for (size_t off = 0; off < text.size() && why.empty();) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) why = "cannot write " + tmp.string() + ": " + std::strerror(n < 0 ? errno : EIO);
+    else off += size_t(n);
+  }
+  if (why.empty() && ::fsync(fd) != 0) why = "cannot write " + tmp.string() + ": " + std::strerror(errno);
+  if (::close(fd) != 0 && why.empty()) why = "cannot write " + tmp.string() + ": " + std::strerror(errno);
+  if (why.empty() && ::rename(tmp.c_str(), final_path.c_str()) != 0)
+    why = "cannot rename " + tmp.string() + " to " + final_path.string() + ": " + std::strerror(errno);
+  if (!why.empty()) ::unlink(tmp.c_str());
+  return why;
+}
 
 double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -57,7 +100,17 @@ const char* FlightRecorder::state_name(State s) {
   return "?";
 }
 
-void FlightRecorder::configure(int64_t capacity, std::string dir, int rank, int world, std::string job) {
+void FlightRecorder::catch_dump_signal() {
+  struct sigaction sa {};
+  sa.sa_handler = on_usr2;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR2, &sa, nullptr);
+}
+
+void FlightRecorder::configure(int64_t capacity, std::string dir, int rank, int world, Job job) {
+  catch_dump_signal();
+  g_on = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
     ring_.assign(size_t(std::max<int64_t>(capacity, 0)), Record{});
@@ -69,13 +122,11 @@ void FlightRecorder::configure(int64_t capacity, std::string dir, int rank, int 
     capacity_.store(std::max<int64_t>(capacity, 0));
   }
   if (capacity <= 0) return;
-  add_fatal_error_hook([](const std::string& what) { FlightRecorder::get().dump("fatal error: " + what); });
-  struct sigaction sa {};
-  sa.sa_handler = on_usr2;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGUSR2, &sa, nullptr);
+  g_on = 1;
   std::lock_guard<std::mutex> lk(thread_mu_);
+  if (!hooked_)
+    add_fatal_error_hook([](const std::string& what) { FlightRecorder::get().dump("fatal error: " + what); });
+  hooked_ = true;
   if (!thread_.joinable()) thread_ = std::thread([this] { poll_signal(); });
 }
 
@@ -145,12 +196,14 @@ std::vector<FlightRecorder::Record> FlightRecorder::snapshot() const {
 }
 
 std::string FlightRecorder::dump(const std::string& reason) noexcept {
+  int rank = 0;
   try {
     if (!enabled()) return "";
     std::vector<Record> recs = snapshot();
     nlohmann::json j;
-    std::string dir, job;
-    int rank, world;
+    std::string dir;
+    Job job;
+    int world;
     uint64_t recorded;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -158,7 +211,9 @@ std::string FlightRecorder::dump(const std::string& reason) noexcept {
     }
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    j["job"] = job;
+    j["job"] = job.id;
+    j["restart"] = job.restart;
+    j["started_at"] = job.started_at;
     j["rank"] = rank;
     j["world_size"] = world;
     j["host"] = host;
@@ -182,19 +237,48 @@ std::string FlightRecorder::dump(const std::string& reason) noexcept {
                      {"state", state_name(r.state)}});
     j["records"] = std::move(arr);
     namespace fs = std::filesystem;
-    const fs::path d = fs::path(dir.empty() ? "." : dir) / "flight";
-    std::error_code ec;
-    fs::create_directories(d, ec);
-    const fs::path final_path = d / ("rank-" + std::to_string(rank) + ".json");
-    const fs::path tmp = d / ("rank-" + std::to_string(rank) + ".json.tmp." + std::to_string(getpid()));
-    {
-      std::ofstream out(tmp);
-      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      if (!out) return "";
+    fs::path d = fs::path(dir.empty() ? "." : dir) / "flight";
+    if (!job.id.empty()) d /= job.id;
+    const std::string name = "rank-" + std::to_string(rank) + ".json";
+    // Written on a thread of its own: a hung file system must not hold the caller (the abort
+    // after a fatal error, the watchdog's report) past the deadline. The thread owns what it
+    // touches, so it may outlive this call and even the recorder.
+    struct Outcome {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      std::string why;
+    };
+    auto out = std::make_shared<Outcome>();
+    std::thread([out, d, name, text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"] {
+      std::string why;
+      try {
+        why = write_atomically(d, name, text);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      std::lock_guard<std::mutex> lk(out->mu);
+      out->why = std::move(why);
+      out->done = true;
+      out->cv.notify_all();
+    }).detach();
+    std::unique_lock<std::mutex> lk(out->mu);
+    if (!out->cv.wait_for(lk, std::chrono::duration<double>(kDumpDeadlineS), [&] { return out->done; })) {
+      std::fprintf(stderr,
+                   "hpctrain: rank %d: flight recorder: the dump to %s did not finish within %.0f s (a hung file "
+                   "system?); going on without it\n",
+                   rank, (d / name).c_str(), kDumpDeadlineS);
+      return "";
     }
-    fs::rename(tmp, final_path, ec);
-    if (ec) return "";
-    return final_path.string();
+    if (!out->why.empty()) {
+      std::fprintf(stderr, "hpctrain: rank %d: flight recorder: no dump (%s): %s\n", rank, reason.c_str(),
+                   out->why.c_str());
+      return "";
+    }
+    return (d / name).string();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hpctrain: rank %d: flight recorder: no dump: %s\n", rank, e.what());
+    return "";
   } catch (...) {
     return "";
   }

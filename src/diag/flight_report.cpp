@@ -1,8 +1,10 @@
-// flight_report: reads every rank-<r>.json, checks they are one job, then per lane compares the
-// ranks' records by sequence number: finished, entered, first disagreement, time stuck.
+// flight_report: picks one job's directory of dumps (the newest, or the one asked for), reads
+// every rank-<r>.json in it, checks they are one job, then per lane compares the ranks' records
+// by sequence number: finished, entered, first disagreement, time stuck.
 #include "diag/flight_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +37,90 @@ std::string op_text(const json& r) {
   return s;
 }
 
+const std::regex& dump_name() {
+  static const std::regex pat("rank-([0-9]+)\\.json");
+  return pat;
+}
+
+bool holds_dumps(const fs::path& d) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(d, ec))
+    if (std::regex_match(e.path().filename().string(), dump_name())) return true;
+  return false;
+}
+
+// A directory of one job's dumps: its id, restart number and start time as its dumps say
+// (dumps written before they carried a start time: the first dump's time), read leniently (a
+// damaged file is reported only when this job is the one read).
+struct JobDir {
+  fs::path dir;
+  std::string id;
+  int64_t restart = 0;
+  double started_at = 0;
+};
+
+JobDir job_dir(const fs::path& d) {
+  JobDir j{d, d.filename().string(), 0, std::numeric_limits<double>::infinity()};
+  std::error_code ec;
+  bool have_start = false;
+  for (const auto& e : fs::directory_iterator(d, ec)) {
+    if (!std::regex_match(e.path().filename().string(), dump_name())) continue;
+    json x = json::parse(std::ifstream(e.path()), nullptr, /*allow_exceptions=*/false);
+    if (!x.is_object()) continue;
+    if (x.contains("job") && x["job"].is_string()) j.id = x["job"].get<std::string>();
+    if (x.contains("restart") && x["restart"].is_number_integer()) j.restart = x["restart"].get<int64_t>();
+    if (x.contains("started_at") && x["started_at"].is_number() && x["started_at"].get<double>() > 0) {
+      j.started_at = x["started_at"].get<double>(), have_start = true;
+    } else if (!have_start && x.contains("dumped_at") && x["dumped_at"].is_number()) {
+      j.started_at = std::min(j.started_at, x["dumped_at"].get<double>());
+    }
+  }
+  if (!std::isfinite(j.started_at)) j.started_at = 0;
+  return j;
+}
+
+std::string job_text(const JobDir& j) {
+  return j.id + (j.restart > 0 ? " (restart " + std::to_string(j.restart) + ")" : "");
+}
+
+// The directory whose dumps to read: DIR itself when it holds dumps (one job's directory, or
+// the layout without per-job directories), else the newest job directory under it, or the one
+// `job` names (its directory name or id). `others` gets a line naming the rest.
+fs::path choose_job(const fs::path& dir, const std::string& job, std::string& others) {
+  std::vector<JobDir> jobs;
+  if (holds_dumps(dir)) jobs.push_back(job_dir(dir));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory(ec) && holds_dumps(e.path())) jobs.push_back(job_dir(e.path()));
+  if (jobs.empty())
+    throw CollectiveError("no flight recorder dumps (rank-<r>.json) in " + dir.string() +
+                          " (a run writes them to <ckpt dir or run dir>/flight/<job>/ on a watchdog timeout, a "
+                          "desync, a fatal error or SIGUSR2)");
+  std::sort(jobs.begin(), jobs.end(), [](const JobDir& a, const JobDir& b) {
+    return a.started_at != b.started_at ? a.started_at > b.started_at : a.id > b.id;  // newest first
+  });
+  size_t pick = 0;
+  if (!job.empty()) {
+    pick = jobs.size();
+    for (size_t i = 0; i < jobs.size() && pick == jobs.size(); ++i)
+      if (jobs[i].id == job || jobs[i].dir.filename() == job) pick = i;
+    if (pick == jobs.size()) {
+      std::string known;
+      for (const JobDir& j : jobs) known += (known.empty() ? "" : ", ") + j.id;
+      throw CollectiveError("--job " + job + ": no dumps of that job in " + dir.string() + " (jobs there: " + known +
+                            ")");
+    }
+  }
+  if (jobs.size() > 1) {
+    others = "flight: other jobs in " + dir.string() + " (newest first):";
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (i != pick) others += " " + job_text(jobs[i]) + ",";
+    others.back() = ';';
+    others += " read one with: hpctrain flight " + dir.string() + " --job ID\n";
+  }
+  return jobs[pick].dir;
+}
+
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", s);
@@ -43,18 +129,19 @@ std::string seconds(double s) {
 
 }  // namespace
 
-std::string flight_report(const std::string& dir_in) {
+std::string flight_report(const std::string& dir_in, const std::string& job_in) {
   fs::path dir = dir_in;
   std::error_code ec;
   if (fs::is_directory(dir / "flight", ec)) dir /= "flight";
   if (!fs::is_directory(dir, ec)) throw CollectiveError("" + dir_in + " is not a directory");
+  std::string others;
+  dir = choose_job(dir, job_in, others);
   std::map<int, json> dumps;
   std::map<int, std::string> files;
-  const std::regex pat("rank-([0-9]+)\\.json");
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     std::string name = e.path().filename().string();
-    if (!std::regex_match(name, m, pat)) continue;
+    if (!std::regex_match(name, m, dump_name())) continue;
     json j;
     try {
       std::ifstream in(e.path());
@@ -66,10 +153,6 @@ std::string flight_report(const std::string& dir_in) {
     dumps[std::stoi(m[1])] = std::move(j);
     files[std::stoi(m[1])] = e.path().string();
   }
-  if (dumps.empty())
-    throw CollectiveError("no flight recorder dumps (rank-<r>.json) in " + dir.string() +
-                          " (a run writes them to <ckpt dir or run dir>/flight/ on a watchdog timeout, a desync, "
-                          "a fatal error or SIGUSR2)");
   const std::string job = dumps.begin()->second["job"].get<std::string>();
   for (const auto& [r, j] : dumps)
     if (j["job"].get<std::string>() != job)
@@ -81,9 +164,12 @@ std::string flight_report(const std::string& dir_in) {
   std::vector<int> present, missing;
   for (int r = 0; r < world; ++r) (dumps.count(r) ? present : missing).push_back(r);
 
-  std::string out = "flight: job " + job + ", " + std::to_string(world) + " rank(s); dumps from " +
-                    ranks_text(present) + "; missing: " + ranks_text(missing) +
-                    (missing.empty() ? "" : " (its host is gone, or its process was stopped or killed)") + "\n";
+  const int64_t restart = dumps.begin()->second.value("restart", int64_t(0));
+  std::string out = "flight: job " + job + (restart > 0 ? " (restart " + std::to_string(restart) + ")" : "") + ", " +
+                    std::to_string(world) + " rank(s); dumps from " + ranks_text(present) + "; missing: " +
+                    ranks_text(missing) +
+                    (missing.empty() ? "" : " (its host is gone, or its process was stopped or killed)") + "\n" +
+                    others;
   for (int r : present) {
     const json& j = dumps[r];
     out += "flight: rank " + std::to_string(r) + " on " + j.value("host", std::string("?")) +

@@ -68,19 +68,34 @@ void Trainer::State::report_restart(int64_t resumed_step) {
   rep->message(buf);
 }
 
-// The flight recorder (comm/flight_recorder.h): its directory, and a job id every rank shares
-// (rank 0's host, pid and start time), so `hpctrain flight` can tell two jobs' dumps apart.
+// The flight recorder (comm/flight_recorder.h): its directory, and a job every rank shares (rank
+// 0's start time, host and pid as its id, which names the dumps' directory and sorts by start
+// time; the launcher's restart number), so `hpctrain flight` tells attempts apart.
 void Trainer::State::start_flight_recorder() {
   std::string dir = !cfg.ckpt_dir.empty()  ? cfg.ckpt_dir
                     : !cfg.metrics.empty() ? std::filesystem::path(cfg.metrics).parent_path().string()
                                            : std::string(".");
   if (dir.empty()) dir = ".";
-  char id[96] = {0};
-  if (world.rank() == 0)
-    std::snprintf(id, sizeof id, "%s-%ld-%lld", world.hostname().c_str(), static_cast<long>(getpid()),
-                  static_cast<long long>(std::time(nullptr)));
-  MPI_Bcast(id, sizeof id, MPI_CHAR, 0, world.mpi_comm());
-  FlightRecorder::get().configure(cfg.flight_records, dir, world.rank(), world.size(), id);
+  struct {
+    char id[112];
+    double started_at;
+  } job{};
+  if (world.rank() == 0) {
+    job.started_at = epoch_seconds();
+    const std::time_t t = static_cast<std::time_t>(job.started_at);
+    std::tm utc{};
+    gmtime_r(&t, &utc);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+    std::string host = world.hostname();
+    for (char& c : host)
+      if (c == '/' || c == ' ') c = '_';
+    std::snprintf(job.id, sizeof job.id, "%s-%s-%ld", stamp, host.c_str(), static_cast<long>(getpid()));
+  }
+  HPC_MPI_CHECK(MPI_Bcast(&job, sizeof job, MPI_BYTE, 0, world.mpi_comm()));
+  const nlohmann::json r = launcher_restart();
+  FlightRecorder::get().configure(cfg.flight_records, dir, world.rank(), world.size(),
+                                  {job.id, job.started_at, r.is_object() ? r.value("restart", int64_t(0)) : 0});
 }
 
 }  // namespace hpctrain

@@ -1,5 +1,6 @@
 // flight_report on hand-made dumps: the stuck op, ranks that never entered it, a missing dump,
-// the first disagreement, and the errors (no dumps, two jobs).
+// the first disagreement, the newest of several jobs' directories (or the one asked for), and
+// the errors (no dumps, two jobs in one directory, an unknown job).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -30,11 +31,13 @@ json rec(uint64_t seq, const char* state, int64_t numel = 100, double start = 10
 }
 
 void write_dump(const std::string& dir, int rank, int world, const std::string& job, const json& records,
-                double dumped_at = 110.0) {
-  std::filesystem::create_directories(dir + "/flight");
+                double dumped_at = 110.0, const std::string& sub = "", json extra = json::object()) {
+  const std::string d = dir + "/flight" + (sub.empty() ? "" : "/" + sub);
+  std::filesystem::create_directories(d);
   json j = {{"job", job},       {"rank", rank},            {"world_size", world}, {"host", "h" + std::to_string(rank)},
             {"reason", "test"}, {"dumped_at", dumped_at}, {"records", records}};
-  std::ofstream(dir + "/flight/rank-" + std::to_string(rank) + ".json") << j.dump();
+  j.update(extra);
+  std::ofstream(d + "/rank-" + std::to_string(rank) + ".json") << j.dump();
 }
 
 struct Dir {
@@ -100,5 +103,38 @@ TEST(FlightReport, BadInput) {
     FAIL() << "two jobs accepted";
   } catch (const hpctrain::CollectiveError& e) {
     EXPECT_NE(std::string(e.what()).find("two different jobs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FlightReport, NewestJobByDefaultAnotherOnRequest) {
+  // A 2-rank job that hung (rank 1's dump missing), then its restart on 1 rank (a shrink) that
+  // dumped too: each in its own directory. Named so that the older sorts last by name.
+  Dir d;
+  const json old_job = {{"started_at", 100.0}, {"restart", 0}};
+  const json new_job = {{"started_at", 200.0}, {"restart", 1}};
+  write_dump(d.path, 0, 2, "zz-old", json::array({rec(6, "done"), rec(7, "started", 100, 104)}), 110.0, "zz-old",
+             old_job);
+  write_dump(d.path, 0, 1, "aa-new", json::array({rec(3, "done", 100, 201, 202)}), 210.0, "aa-new", new_job);
+  std::string r = hpctrain::flight_report(d.path);
+  EXPECT_EQ(r.rfind("flight: job aa-new (restart 1), 1 rank(s); dumps from rank 0; missing: none\n", 0), 0u) << r;
+  EXPECT_NE(r.find("flight: other jobs in " + d.path + "/flight (newest first): zz-old; read one with: hpctrain "
+                   "flight " + d.path + "/flight --job ID"),
+            std::string::npos)
+      << r;
+  r = hpctrain::flight_report(d.path, "zz-old");
+  EXPECT_EQ(r.rfind("flight: job zz-old, 2 rank(s); dumps from rank 0; missing: rank 1", 0), 0u) << r;
+  EXPECT_NE(r.find("other jobs in " + d.path + "/flight (newest first): aa-new (restart 1);"), std::string::npos) << r;
+  EXPECT_NE(r.find("stuck in #7"), std::string::npos) << r;
+  r = hpctrain::flight_report(d.path + "/flight/zz-old");  // one job's directory
+  EXPECT_EQ(r.rfind("flight: job zz-old, 2 rank(s)", 0), 0u) << r;
+  EXPECT_EQ(r.find("other jobs"), std::string::npos) << r;
+  try {
+    hpctrain::flight_report(d.path, "nope");
+    FAIL() << "an unknown job accepted";
+  } catch (const hpctrain::CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("--job nope: no dumps of that job in " + d.path +
+                                         "/flight (jobs there: aa-new, zz-old)"),
+              std::string::npos)
+        << e.what();
   }
 }
