@@ -68,7 +68,8 @@ GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
   ModelPtr model = untie_names((factory ? factory : checkpoint_model_factory(st, req.ckpt, req.model, req.model_lib))(spec));
   if (!model) throw CollectiveError("model " + spec.name + ": its factory returned no model");
   model->to(device);
-  load_model_state(st, state_dict_names(*model), "checkpoint " + req.ckpt);
+  const NamedTensors target = state_dict_names(*model);
+  load_model_state(st, target, "checkpoint " + req.ckpt);
   model->train(false);
   for (const auto& [name, t] : target)  // a damaged or diverged checkpoint: name what is wrong
     if (t.is_floating_point() && !t.isfinite().all().item<bool>())
