@@ -147,6 +147,11 @@ void Trainer::State::setup() {
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
     for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
+    // The dtype the reducer actually hands the buckets over in, and how 16-bit sums travel.
+    rep->message("hpctrain train: " + ddp->reducer().describe_comm());
+    const at::ScalarType wire = ddp->reducer().wire_dtype();
+    for (const std::string& a : algos)
+      if ((wire == at::kBFloat16 || wire == at::kHalf) && a.rfind("half types:", 0) == 0) rep->message("hpctrain train: " + a);
   }
   if (const DatasetInfo& inf = train->info(); inf.tokens) {
     char buf[300];
@@ -410,6 +415,8 @@ nlohmann::json Trainer::run() {
                             {"peak_mem_mb_per_rank", peaks},
                             {"zero", s.cfg.zero},
                             {"optim_state_bytes_per_rank", s.opt->state_bytes()},
+                            {"grad_comm_dtype", s.ddp->reducer().wire_dtype_name()},  // what they travelled in
+                            {"bytes_reduced", s.stats.bytes_reduced()},
                             {"wall_s", wall},
                             {"straggler", s.straggler->summary()},
                             {"restarts", s.restart.is_object() ? s.restart.value("restart", 0) : 0}};
