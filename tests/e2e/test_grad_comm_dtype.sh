@@ -4,13 +4,16 @@
 # fp16, and fp32 and bf16 under ZeRO-1. Each 16-bit run must
 #   1. say in its log that the buckets travel in that dtype, cast from float32, and report that
 #      dtype and exactly half the fp32 run's bytes_reduced in its summary (grad_comm_check.py);
-#   2. end with parameters that differ from the fp32 run's (a cast that never happens, or a
-#      reduction that is not rounded, leaves them equal) by no more than that dtype's rounding:
-#      per-tensor max relative difference within a band around what was measured here
-#      (bf16 1.3e-3, fp16 1.5e-4, ZeRO-1 bf16 1.3e-3), 1/4x to 2.5x of it, so that bf16's and
-#      fp16's bands do not overlap (an fp16 cast under --grad-comm-dtype bf16 fails).
-# fp16 runs without --amp fp16 (LibTorch's CPU autocast has no fp16); lr 0.02 keeps every
-# gradient far from fp16's range.
+#   2. end with parameters that differ from the fp32 run's (a cast that never happens, or fp32
+#      sent under a bf16 label, leaves them equal) by no more than that dtype's rounding: the
+#      per-tensor max relative difference (compare_ckpt.py) within a band around what was
+#      measured here, bf16 1.46e-3 (DDP and ZeRO-1 alike), fp16 5.4e-4 (only 2.7x below bf16's,
+#      not the 8x of its 3 more mantissa bits: no loss scaling keeps the smallest gradients in
+#      fp16's normal range); lower bound ~1/3.6x, upper ~2.4x. Which dtype was applied is
+#      checked by 1 (the bands are too close to tell bf16 from fp16 apart).
+# fp16 runs without --amp fp16 (LibTorch's CPU autocast has no fp16); its gradients stay finite
+# (far below fp16's largest value), so a check for non-finite gradients after the reduction
+# does not stop it.
 source "$(dirname "$0")/lib.sh"
 HERE=$(dirname "$0")
 D="$WORK/d"
@@ -39,10 +42,10 @@ grep -q "^hpctrain train: allreduce: flat: 1 host x 2 ranks; shared memory" "$WO
   { grep allreduce "$WORK/f32.txt"; fail "f32: not the shared-memory allreduce"; }
 train b16 --grad-comm-dtype bf16
 grep -q "^hpctrain train: half types: " "$WORK/b16.txt" || fail "b16: the half types' path is not logged"
-check b16 f32 bfloat16 3e-4 3e-3
+check b16 f32 bfloat16 4e-4 3.5e-3
 train h16 --grad-comm-dtype fp16
-check h16 f32 float16 4e-5 4e-4
+check h16 f32 float16 1.5e-4 1.3e-3
 train z32 --zero 1
 train zb16 --zero 1 --grad-comm-dtype bf16
 grep -q "^hpctrain train: reduce_scatter: " "$WORK/zb16.txt" || fail "zb16: no reduce_scatter path logged"
-check zb16 z32 bfloat16 3e-4 3e-3
+check zb16 z32 bfloat16 4e-4 3.5e-3
