@@ -64,6 +64,7 @@ void Reducer::reset() {
   for (size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = static_cast<int64_t>(plan_.buckets[b].params.size());
   works_.clear();
   next_launch_ = 0;
+  launched_bytes_ = 0;
   any_ready_ = false;
 }
 
@@ -100,15 +101,18 @@ void Reducer::launch_ready_locked() {
         continue;
       }
       if (!comm_bufs_.empty()) comm_bufs_[b].copy_(buffers_[b]);
-      works_.push_back(comm_.reduce_scatter(comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b],
+      const at::Tensor& in = comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b];
+      launched_bytes_ += static_cast<int64_t>(in.nbytes());
+      works_.push_back(comm_.reduce_scatter(in,
                                             comm_bufs_.empty() ? grad_blocks_[b] : comm_blocks_[b], ReduceOp::kSum,
                                             "zero.grad_bucket[" + std::to_string(b) + "]"));
       continue;
     }
     if (comm_.size() == 1) continue;  // a world of one has nothing to reduce
     if (!comm_bufs_.empty()) comm_bufs_[b].copy_(buffers_[b]);
-    works_.push_back(comm_.allreduce(comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b], ReduceOp::kSum,
-                                     "ddp.bucket[" + std::to_string(b) + "]"));
+    const at::Tensor& t = comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b];
+    launched_bytes_ += static_cast<int64_t>(t.nbytes());
+    works_.push_back(comm_.allreduce(t, ReduceOp::kSum, "ddp.bucket[" + std::to_string(b) + "]"));
   }
 }
 
@@ -138,6 +142,7 @@ void Reducer::finalize() {
   }
   launch_ready_locked();
   auto works = works_;
+  const int64_t launched = launched_bytes_;
   lk.unlock();
   auto t0 = std::chrono::steady_clock::now();
   {
@@ -148,14 +153,47 @@ void Reducer::finalize() {
   for (size_t b = 0; b < comm_bufs_.size(); ++b)  // reduced in comm_dtype: back into the gradients
     (opts_.zero ? grad_blocks_[b] : buffers_[b]).copy_(opts_.zero ? comm_blocks_[b] : comm_bufs_[b]);
   stats_.buckets = static_cast<int>(plan_.buckets.size());
-  stats_.bytes_reduced = 0;
-  for (auto& b : plan_.buckets) stats_.bytes_reduced += b.bytes;
-  if (!comm_bufs_.empty())  // what crossed: the comm dtype's bytes
-    stats_.bytes_reduced = stats_.bytes_reduced / buffers_[0].element_size() * comm_bufs_[0].element_size();
+  stats_.bytes_reduced = launched;
   // Re-bind any .grad a user replaced meanwhile (cheap pointer checks).
   for (size_t i = 0; i < params_.size(); ++i)
     if (!params_[i].grad().is_same(slots_[i])) params_[i].mutable_grad() = slots_[i];
   reset();
+}
+
+at::ScalarType Reducer::wire_dtype() const {
+  if (!comm_bufs_.empty()) return comm_bufs_[0].scalar_type();
+  return buffers_.empty() ? at::ScalarType::Undefined : buffers_[0].scalar_type();
+}
+
+int64_t Reducer::bytes_per_step() const {
+  if (comm_.size() == 1) return 0;
+  int64_t n = 0;
+  for (size_t b = 0; b < buffers_.size(); ++b)
+    n += static_cast<int64_t>((comm_bufs_.empty() ? buffers_[b] : comm_bufs_[b]).nbytes());
+  return n;
+}
+
+namespace {
+std::string dtype_name(at::ScalarType s) {
+  switch (s) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    default: return c10::toString(s);
+  }
+}
+}  // namespace
+
+std::string Reducer::wire_dtype_name() const { return buffers_.empty() ? "none" : dtype_name(wire_dtype()); }
+
+std::string Reducer::describe_comm() const {
+  const std::string wire = wire_dtype_name();
+  std::string s = "gradient communication: " + wire;
+  if (!comm_bufs_.empty())
+    s += " (" + dtype_name(buffers_[0].scalar_type()) + " gradients cast per bucket, the average rounded to " + wire + ")";
+  return s + ", " + std::to_string(buffers_.size()) + " bucket(s), " + std::to_string(bytes_per_step()) +
+         " bytes per step";
 }
 
 void Reducer::zero_grad() {

@@ -21,6 +21,10 @@
 //   communicator sums each combine in float32 where it can: comm/communicator.h), and cast back
 //   in finalize(); the averaged gradient is then rounded to that dtype. A world of one casts
 //   nothing. Undefined or the gradients' own dtype: no cast.
+// - wire_dtype() is the dtype the buckets are handed to the communicator in (what the run
+//   actually does, not what was asked), and last_stats().bytes_reduced the bytes of the buffers
+//   this step handed to it, counted as each bucket is launched (padded under ZeRO; 0 in a world
+//   of one, which reduces nothing); describe_comm() says both for the log.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -44,7 +48,7 @@ struct ReducerOptions {
 
 struct ReducerStats {
   double finalize_wait_s = 0;  // time finalize() spent blocked on communication
-  int64_t bytes_reduced = 0;
+  int64_t bytes_reduced = 0;  // handed to the collectives this step (see contract)
   int buckets = 0;
 };
 
@@ -63,6 +67,13 @@ class Reducer {
 
   const BucketPlan& plan() const { return plan_; }
   const ReducerStats& last_stats() const { return stats_; }
+  // The dtype buckets are reduced in (Undefined without parameters) and the bytes one
+  // synchronized step hands to the collectives; "gradient communication: bfloat16 (float32
+  // gradients cast per bucket, the average rounded to bfloat16), 2 bucket(s), 12345 bytes per step".
+  at::ScalarType wire_dtype() const;
+  std::string wire_dtype_name() const;  // "bfloat16", "float16", "float32", ...; "none"
+  int64_t bytes_per_step() const;
+  std::string describe_comm() const;
   const at::Tensor& bucket_buffer(size_t b) const { return buffers_[b]; }
   // ZeRO-1: this rank's averaged gradient blocks, flat (partition's shard layout), and one view
   // per bucket. Empty otherwise.
@@ -91,6 +102,7 @@ class Reducer {
   std::vector<int64_t> pending_;   // per bucket: slots still to fill
   std::vector<WorkHandle> works_;  // per launched bucket
   size_t next_launch_ = 0;
+  int64_t launched_bytes_ = 0;  // this step, so far
   bool any_ready_ = false;
   ReducerStats stats_;
 };

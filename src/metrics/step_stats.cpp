@@ -29,6 +29,7 @@ void StepStats::add_step(int64_t local_rows, const DdpStepStats& ddp) {
   ++interval_steps_;
   rows_ += local_rows;
   interval_rows_ += local_rows;
+  bytes_reduced_ += ddp.bytes_reduced;
   comm_wait_ += ddp.finalize_wait_s;
   interval_comm_wait_ += ddp.finalize_wait_s;
 }

@@ -54,6 +54,8 @@ class StepStats {
   double overall_samples_per_s() const;
   double overall_data_wait_pct() const;
   double overall_comm_wait_pct() const;
+  // Gradient bytes this rank handed to collectives over the run (DdpStepStats::bytes_reduced).
+  int64_t bytes_reduced() const { return bytes_reduced_; }
 
  private:
   using clock = std::chrono::steady_clock;
@@ -61,7 +63,7 @@ class StepStats {
 
   clock::time_point t0_, interval_t0_;
   at::Tensor loss_sum_;  // on the loss's device; read once per interval
-  int64_t interval_steps_ = 0, steps_ = 0, rows_ = 0, interval_rows_ = 0;
+  int64_t interval_steps_ = 0, steps_ = 0, rows_ = 0, interval_rows_ = 0, bytes_reduced_ = 0;
   double data_wait_total_ = 0, data_wait_start_ = 0, interval_data_wait0_ = 0;
   double comm_wait_ = 0, interval_comm_wait_ = 0, interval_optimizer_ = 0;
   double interval_wait0_ = 0;  // CollectiveWaitMeter total at the interval's start

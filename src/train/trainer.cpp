@@ -141,16 +141,6 @@ void Trainer::State::setup() {
   report_start(base_lr);
 }
 
-// Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.
-std::vector<double> Trainer::State::peak_memory_per_rank() {
-  at::Tensor mine = at::full({1}, peak_memory_mb(dev), at::kDouble);
-  std::vector<at::Tensor> parts{mine};
-  if (world.size() > 1) comm->allgather(mine, &parts, "summary.peak_mem")->wait();
-  std::vector<double> out;
-  for (const auto& t : parts) out.push_back(std::round(t.item<double>() * 10) / 10);
-  return out;
-}
-
 // The one agreement per step (train/step_boundary.h): the preemption flag (the signal handler
 // only set it; a rank that got no signal still joins the final checkpoint) and the checkpoint
 // writer's error/pending vote ride in one allreduce. Returns whether to stop for preemption.
@@ -378,6 +368,8 @@ nlohmann::json Trainer::run() {
                             {"peak_mem_mb_per_rank", peaks},
                             {"zero", s.cfg.zero},
                             {"optim_state_bytes_per_rank", s.opt->state_bytes()},
+                            {"grad_comm_dtype", s.ddp->reducer().wire_dtype_name()},  // what they travelled in
+                            {"bytes_reduced", s.stats.bytes_reduced()},
                             {"wall_s", wall},
                             {"straggler", s.straggler->summary()},
                             {"restarts", s.restart.is_object() ? s.restart.value("restart", 0) : 0}};

@@ -1,10 +1,16 @@
 // Trainer::State's start-up lines (rank 0's stdout): the config, the world and the model (its
 // parameter count with tied weights counted once, and which names are tied), the allreduce's
-// path, token data, the optimizer's state per rank.
+// path, the gradient communication dtype, token data, the optimizer's state per rank; and
+// every rank's peak memory for the summary.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "runtime/device.h"
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
@@ -23,6 +29,11 @@ void Trainer::State::report_start(double base_lr) {
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
     for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
+    // The dtype the reducer actually hands the buckets over in, and how 16-bit sums travel.
+    rep->message("hpctrain train: " + ddp->reducer().describe_comm());
+    const at::ScalarType wire = ddp->reducer().wire_dtype();
+    for (const std::string& a : algos)
+      if ((wire == at::kBFloat16 || wire == at::kHalf) && a.rfind("half types:", 0) == 0) rep->message("hpctrain train: " + a);
   }
   if (const DatasetInfo& inf = train->info(); inf.tokens) {
     char buf[300];
@@ -50,6 +61,16 @@ std::string Trainer::State::optimizer_line() const {
                   cfg.optimizer.c_str(), mib, z.world_size, static_cast<long long>(z.padding()));
   }
   return buf;
+}
+
+// Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.
+std::vector<double> Trainer::State::peak_memory_per_rank() {
+  at::Tensor mine = at::full({1}, peak_memory_mb(dev), at::kDouble);
+  std::vector<at::Tensor> parts{mine};
+  if (world.size() > 1) comm->allgather(mine, &parts, "summary.peak_mem")->wait();
+  std::vector<double> out;
+  for (const auto& t : parts) out.push_back(std::round(t.item<double>() * 10) / 10);
+  return out;
 }
 
 }  // namespace hpctrain

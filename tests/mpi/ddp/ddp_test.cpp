@@ -262,7 +262,11 @@ TEST(DdpReducer, GradientsStayInBucketMemoryAcrossSteps) {
       EXPECT_EQ(now, ptrs) << "gradients moved out of bucket memory at step " << step;
   }
   EXPECT_EQ(ddp.last_step().buckets, static_cast<int>(ddp.plan().buckets.size()));
-  EXPECT_GT(ddp.last_step().bytes_reduced, 0);
+  // What was handed to the allreduces: every gradient's bytes, once; nothing in a world of one.
+  int64_t grad_bytes = 0;
+  for (auto& p : m->parameters()) grad_bytes += static_cast<int64_t>(p.nbytes());
+  EXPECT_EQ(ddp.last_step().bytes_reduced, world().size() > 1 ? grad_bytes : 0);
+  EXPECT_EQ(ddp.reducer().bytes_per_step(), ddp.last_step().bytes_reduced);
 }
 
 
@@ -281,6 +285,9 @@ TEST(DdpGradCommDtype, HalfPrecisionReductionIsTheAverageWithinRounding) {
     ddp.zero_grad();
     ddp.backward(at::cross_entropy_loss(m->forward(x), y));
     *bytes = ddp.last_step().bytes_reduced;
+    EXPECT_EQ(ddp.reducer().bytes_per_step(), *bytes);
+    // what the buckets travel in: the asked dtype where there is something to reduce
+    EXPECT_EQ(ddp.reducer().wire_dtype(), n > 1 && dt != at::ScalarType::Undefined ? dt : at::kFloat);
     std::vector<at::Tensor> g;
     for (auto& p : m->parameters()) g.push_back(p.grad().clone());
     return g;
@@ -299,6 +306,7 @@ TEST(DdpGradCommDtype, HalfPrecisionReductionIsTheAverageWithinRounding) {
       EXPECT_TRUE(at::equal(root, got[i])) << "ranks differ, param " << i;
     }
     if (n > 1) EXPECT_EQ(bytes * 2, ref_bytes) << c10::toString(dt);
+    if (n > 1) EXPECT_GT(bytes, 0);
   }
 }
 
