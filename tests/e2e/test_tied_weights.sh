@@ -11,7 +11,8 @@
 #   resume to 20 == plain single-process PyTorch, per-tensor relative difference <= 1e-5;
 # - the parameter count is PyTorch's (the shared tensor once), the checkpoint stores it once and
 #   names the other in its manifest ("tied"), `ckpt merge` to .pt and .safetensors writes both
-#   names and loads into the Python module with load_state_dict(strict=True), the head still tied.
+#   names and loads into the Python module with load_state_dict(strict=True), the head still tied;
+# - a module that ties by a view (two tensors over one memory) is refused at start, exit 2.
 source "$(dirname "$0")/lib.sh"
 PY=${HPCTRAIN_PYTHON:-${HPCTRAIN_HOME:-$HOME/.cache/hpctrain}/venv/bin/python}
 HERE="$(dirname "$0")"
@@ -79,4 +80,8 @@ PY
 check_model gpt tsgpt --model "$WORK/gpt.pt"
 check_model cpp cpp --model-lib "$LIB" --model tied_lm
 check_model cpp cppown --model-lib "$LIB" --model tied_lm_own
+# Tied by a view (a second tensor over the same memory): refused at start in one line, exit 2.
+expect_error aliased "parameters wte.weight and alias.weight are different tensors over the same memory" \
+  train "${common[@]}" --batch-size 8 --max-steps 2 --model-lib "$LIB" --model aliased_lm --ckpt-dir "$WORK/aliased"
+[ ! -e "$WORK/aliased" ] || [ -z "$(ls -A "$WORK/aliased")" ] || fail "aliased: something was written to the checkpoint directory"
 echo "test_tied_weights: all passed"

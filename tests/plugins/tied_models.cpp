@@ -2,7 +2,8 @@
 // embedding a second time as head.weight (one tensor, two names), as a user's C++ GPT ties its
 // output head. Its Python twin (the same formula, the same closed-form start) is CppTwin in
 // tests/e2e/tied_models.py; `tied_lm_own` is the same network behind a plugin's own Model class
-// whose named_parameters() lists the shared tensor under both names.
+// whose named_parameters() lists the shared tensor under both names; `aliased_lm` ties by a
+// view (a second tensor over the same memory), which the trainer refuses.
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
@@ -57,8 +58,21 @@ class OwnTiedModel final : public hpctrain::Model {
   TiedLm net_;
 };
 
+// Tied the wrong way: head.weight is a second tensor (a view) over wte's memory, so it would get
+// its own gradient and its own update of that memory. The trainer refuses it at start.
+struct AliasedLmImpl : TiedLmImpl {
+  AliasedLmImpl(int64_t vocab, int64_t d) : TiedLmImpl(vocab, d) {
+    register_module("alias", std::make_shared<nn::Module>())->register_parameter("weight", wte->weight.view({vocab, d}));
+  }
+};
+
 }  // namespace
 
+HPCTRAIN_REGISTER_MODEL("aliased_lm", "tied_lm plus a second tensor over the embedding's memory (refused)",
+                        [](const hpctrain::ModelSpec& s) {
+                          auto net = std::make_shared<AliasedLmImpl>(s.vocab_size, kWidth);
+                          return hpctrain::module_model(std::static_pointer_cast<TiedLmImpl>(net));
+                        });
 HPCTRAIN_REGISTER_MODEL("tied_lm", "token LM whose output head is its embedding (one tensor, two names)",
                         [](const hpctrain::ModelSpec& s) { return hpctrain::module_model(TiedLm(s.vocab_size, kWidth)); });
 HPCTRAIN_REGISTER_MODEL("tied_lm_own", "tied_lm behind the plugin's own Model class (lists the tied tensor twice)",
