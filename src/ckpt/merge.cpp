@@ -14,7 +14,7 @@
 #include "ckpt/dir_ops.h"
 #include "ckpt/merged_file.h"
 #include "ckpt/resolve.h"
-#include "ckpt/torchscript_archive.h"
+#include "ckpt/formats/torchscript_archive.h"
 #include "ckpt/verify.h"
 #include "runtime/check.h"
 

@@ -6,8 +6,8 @@
 
 #include "ckpt/checksum.h"
 #include "ckpt/merged_h5.h"
-#include "ckpt/safetensors.h"
-#include "ckpt/state_dict_pt.h"
+#include "ckpt/formats/safetensors.h"
+#include "ckpt/formats/state_dict_pt.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
 

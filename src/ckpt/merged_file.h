@@ -1,5 +1,5 @@
 // The single-file formats `ckpt merge` writes and read_checkpoint/eval/resume read: one small
-// interface in front of ckpt/merged_h5.h, ckpt/state_dict_pt.h and ckpt/safetensors.h, which
+// interface in front of ckpt/merged_h5.h, ckpt/formats/state_dict_pt.h and ckpt/formats/safetensors.h, which
 // know nothing of each other (internal to src/ckpt).
 //
 // Contract:

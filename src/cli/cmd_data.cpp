@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "dataset/fashion_mnist.h"
-#include "dataset/synthetic.h"
-#include "dataset/text_tokens.h"
+#include "dataset/prep/fashion_mnist.h"
+#include "dataset/prep/synthetic.h"
+#include "dataset/prep/text_tokens.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/world.h"

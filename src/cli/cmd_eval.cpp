@@ -1,13 +1,13 @@
 // `hpctrain eval --ckpt PATH --data DIR [--device D] [--model-lib LIB]`: evaluates a checkpoint
 // (a step directory, a checkpoint root, or a merged .h5 or .pt; saved from any device) on any
-// world size, through the library's evaluate_checkpoint (train/eval_checkpoint.h). The last
+// world size, through the library's evaluate_checkpoint (eval/eval_checkpoint.h). The last
 // stdout line of rank 0 is one JSON object.
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
 #include "runtime/world.h"
-#include "train/eval_checkpoint.h"
+#include "eval/eval_checkpoint.h"
 
 namespace hpctrain {
 namespace {

@@ -1,6 +1,6 @@
 // `hpctrain generate --ckpt CK --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
 // [--seed S] [--prompt-tokens 1,2,3] [--json]`: text from a language-model checkpoint
-// (train/generate.h), computed on rank 0. Prints the prompt followed by the sampled text (bytes
+// (eval/generate.h), computed on rank 0. Prints the prompt followed by the sampled text (bytes
 // tokenizer) or the ids (other tokenizers); --json prints one JSON object instead.
 #include <cstdio>
 #include <memory>
@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "runtime/agree.h"
 #include "runtime/world.h"
-#include "train/generate.h"
+#include "eval/generate.h"
 
 namespace hpctrain {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "cli/commands.h"
-#include "comm/flight_recorder.h"
+#include "comm/guard/flight_recorder.h"
 #include "hpctrain_version.h"
 #include "runtime/build_id.h"
 #include "runtime/check.h"

@@ -5,7 +5,7 @@
 #include "comm/nccl/nccl_communicator.h"
 
 #include "comm/mpi/mpi_communicator.h"
-#include "comm/watchdog.h"
+#include "comm/guard/watchdog.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -96,10 +96,6 @@ WorkHandle DeviceRouter::probe_link(int to, int from, int64_t bytes, int rounds,
   LinkProber* p = link_prober(*mpi_);
   if (!p) throw Error("the " + mpi_->name() + " backend cannot probe links (no point-to-point messages)");
   return p->probe_link(to, from, bytes, rounds, seconds, std::move(tag));
-}
-
-void DeviceRouter::set_step(int64_t step) {
-  if (watchdog_) watchdog_->set_step(step);
 }
 
 }  // namespace hpctrain

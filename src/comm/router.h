@@ -16,7 +16,7 @@ namespace hpctrain {
 
 class Watchdog;
 
-class DeviceRouter final : public Communicator, public LinkProber, public StepReporter {
+class DeviceRouter final : public Communicator, public LinkProber {
  public:
   // `cuda_device` >= 0 creates the NCCL backend on that device (collective over `parent`:
   // every rank must pass >= 0, or every rank -1). Every rank must pass the same settings.
@@ -39,7 +39,6 @@ class DeviceRouter final : public Communicator, public LinkProber, public StepRe
   bool can_probe_links() const override;
   // Over MPI (host memory), whichever backend carries the tensors.
   WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;
-  void set_step(int64_t step) override;
 
   // The watchdog of this rank; nullptr when the timeout is off.
   Watchdog* watchdog() const { return watchdog_.get(); }

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "comm/caller_waits.h"
+#include "comm/blocking.h"
 #include "comm/communicator.h"
 
 namespace hpctrain {
@@ -15,8 +15,7 @@ std::vector<std::string> allgather_strings(Communicator& comm, const std::string
   at::Tensor bytes = at::empty({static_cast<int64_t>(mine.size())}, at::kByte);
   if (!mine.empty()) std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
   std::vector<at::Tensor> parts;
-  CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
-  comm.allgather(bytes, &parts, tag)->wait();
+  allgather_now(comm, bytes, &parts, tag);
   std::vector<std::string> out;
   out.reserve(parts.size());
   for (const auto& p : parts)
@@ -26,8 +25,7 @@ std::vector<std::string> allgather_strings(Communicator& comm, const std::string
 
 int64_t sum_over_ranks(Communicator& comm, int64_t mine, const std::string& tag) {
   at::Tensor t = at::full({1}, mine, at::kLong);
-  CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
-  comm.allreduce(t, ReduceOp::kSum, tag)->wait();
+  allreduce_now(comm, t, ReduceOp::kSum, tag);
   return t.item<int64_t>();
 }
 

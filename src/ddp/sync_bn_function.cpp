@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <sstream>
 
-#include "comm/caller_waits.h"
+#include "comm/blocking.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -93,8 +93,7 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
       row[2 * C + 1].fill_(1.0);
     }
     std::vector<at::Tensor> rows;
-    CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
-    comm->allgather(row, &rows, tag)->wait();
+    allgather_now(*comm, row, &rows, tag);
     for (auto& r : rows) r = r.cpu().contiguous();
     GlobalStats g = combine(rows, C);
 
@@ -163,8 +162,7 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     if (ctx->needs_input_grad(0)) {
       // Summed (not averaged) over ranks and divided by the global count: see the header.
       at::Tensor global = at::cat({sum_dy, sum_dy_xhat});
-      CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
-      comm->allreduce(global, ReduceOp::kSum, tag + ".backward")->wait();
+      allreduce_now(*comm, global, ReduceOp::kSum, tag + ".backward");
       global.div_(static_cast<double>(count));
       const at::Tensor mean_dy = global.narrow(0, 0, C), mean_dy_xhat = global.narrow(0, C, C);
       // dx = (dy - mean_dy - xhat * mean_dy_xhat) * w * invstd

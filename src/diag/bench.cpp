@@ -9,7 +9,7 @@
 #include <chrono>
 #include <functional>
 
-#include "comm/caller_waits.h"
+#include "comm/blocking.h"
 #include "comm/mpi/half_sum.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "runtime/check.h"
@@ -74,30 +74,21 @@ std::vector<AllreduceBenchRow> bench_collective(MpiCommunicator& comm, const std
     int it = static_cast<int>(std::max<int64_t>(5, scaled));
     std::function<void()> run_ours, run_bare;
     if (op == "allreduce") {
-      run_ours = [&] {
-        CallerWaits now;  // a synchronous call: runs on this thread
-        comm.allreduce(ours, ReduceOp::kSum, "bench")->wait();
-      };
+      run_ours = [&] { allreduce_now(comm, ours, ReduceOp::kSum, "bench"); };  // synchronous: runs on this thread
       MPI_Datatype type = bf16 ? MPI_UINT16_T : MPI_FLOAT;
       MPI_Op sum = bf16 ? half_sum_op(at::kBFloat16) : MPI_SUM;
       run_bare = [&, type, sum] {
         HPC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bare.data_ptr(), static_cast<int>(count), type, sum, raw));
       };
     } else if (op == "reduce_scatter") {
-      run_ours = [&] {
-        CallerWaits now;
-        comm.reduce_scatter(ours, ours_out, ReduceOp::kSum, "bench")->wait();
-      };
+      run_ours = [&] { reduce_scatter_now(comm, ours, ours_out, ReduceOp::kSum, "bench"); };
       run_bare = [&] {
         HPC_MPI_CHECK(MPI_Reduce_scatter_block(bare.data_ptr(), bare_out.data_ptr(), static_cast<int>(block), MPI_FLOAT,
                                                MPI_SUM, raw));
       };
     } else {
       at::Tensor mine = ours.narrow(0, comm.rank() * block, block);
-      run_ours = [&, mine] {
-        CallerWaits now;
-        comm.allgather_into(mine, ours, "bench")->wait();
-      };
+      run_ours = [&, mine] { allgather_into_now(comm, mine, ours, "bench"); };
       run_bare = [&] {
         HPC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, bare.data_ptr(), static_cast<int>(block),
                                     MPI_FLOAT, raw));

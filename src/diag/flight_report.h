@@ -1,4 +1,4 @@
-// `hpctrain flight DIR`: the flight recorder's dumps of one job (comm/flight_recorder.h) merged
+// `hpctrain flight DIR`: the flight recorder's dumps of one job (comm/guard/flight_recorder.h) merged
 // into a report for a person.
 //
 // Contract:

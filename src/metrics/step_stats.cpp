@@ -5,9 +5,9 @@
 
 #include <ATen/ATen.h>
 
-#include "comm/caller_waits.h"
+#include "comm/blocking.h"
 #include "comm/communicator.h"
-#include "comm/wait_meter.h"
+#include "comm/guard/wait_meter.h"
 #include "ddp/ddp.h"
 
 namespace hpctrain {
@@ -55,8 +55,7 @@ IntervalReport StepStats::close_interval(Communicator& comm, int world, const st
   }
   const double link_s = link_probe ? link_probe() : 0;  // on every rank: it is collective
   if (interval_steps_ > 0) v[2 + kPerRank * comm.rank() + 5] = link_s;
-  CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
-  comm.allreduce(sums, ReduceOp::kSum, "stats.loss")->wait();
+  allreduce_now(comm, sums, ReduceOp::kSum, "stats.loss");
   v = sums.data_ptr<double>();
   r.loss = v[1] > 0 ? v[0] / v[1] : 0;
   last_loss_ = r.loss;

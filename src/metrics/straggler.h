@@ -2,7 +2,7 @@
 //
 // Contract (a pure function over one log interval's per-rank step split; no I/O, no MPI):
 // - Each rank's `wait_s` is the time per step it spent inside collectives, from the moment an
-//   op could start until its data arrived (comm/wait_meter.h). The last rank to arrive waits
+//   op could start until its data arrived (comm/guard/wait_meter.h). The last rank to arrive waits
 //   least, so the candidate is the rank with the smallest wait, and the others' median wait
 //   minus its wait is what it costs the job per step. No clocks are compared across ranks.
 // - A finding is made only when that cost exceeds `threshold` x the median step time and

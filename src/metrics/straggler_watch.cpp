@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "comm/communicator.h"
-#include "comm/hang_note.h"
+#include "comm/guard/hang_note.h"
 #include "diag/link_probe.h"
 #include "runtime/trace.h"
 

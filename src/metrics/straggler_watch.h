@@ -6,7 +6,7 @@
 //   from that one collective); it never communicates. A finding is reported only once the same
 //   rank is found in two consecutive intervals (a single noisy interval says nothing), so a
 //   rank that is slow from the start is named at the second log interval.
-// - Every observed interval's split becomes the watchdog's hang note (comm/hang_note.h).
+// - Every observed interval's split becomes the watchdog's hang note (comm/guard/hang_note.h).
 // - With --trace, the straggler rank records a span "straggler: ..." over the interval (tid 3).
 // - A slow-link finding's record also has "link": {"to", "to_host", "probe_ms",
 //   "median_probe_ms", "probe_bytes"} (diag/link_probe.h).

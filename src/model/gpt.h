@@ -13,7 +13,7 @@
 // - Init (GPT-2): Linear and embedding weights N(0, 0.02), residual projections (attn.c_proj,
 //   mlp.c_proj) N(0, 0.02/sqrt(2 n_layer)), biases 0, LayerNorm weight 1.
 // - forward(idx int64 [B,t], t <= T) -> logits [B,t,V]; t > T is a CollectiveError (generation
-//   slides its context, train/generate.h).
+//   slides its context, eval/generate.h).
 // - --model-config keys: n_layer (4), n_head (4), n_embd (128), dropout (0), bias (true); an
 //   unknown key, a bad value or n_embd not divisible by n_head is a CollectiveError in one line.
 // - Weight decay (Model::decays): the matrices (wte and every Linear weight), not biases,

@@ -15,7 +15,7 @@
 #include "runtime/check.h"
 #include "runtime/clock.h"
 #include "runtime/trace.h"
-#include "train/train_optimizer.h"
+#include "optim/train_optimizer.h"
 
 namespace hpctrain {
 

@@ -309,4 +309,19 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   return c;
 }
 
+OptimConfig optim_config(const TrainConfig& c) {
+  OptimConfig o;
+  o.optimizer = c.optimizer;
+  o.lr = c.lr;
+  o.momentum = c.momentum;
+  o.nesterov = c.nesterov;
+  o.weight_decay = c.weight_decay;
+  o.schedule = c.schedule;
+  o.warmup_steps = c.warmup_steps;
+  o.step_size = c.step_size;
+  o.gamma = c.gamma;
+  o.lr_ref_batch = c.lr_ref_batch;
+  return o;
+}
+
 }  // namespace hpctrain

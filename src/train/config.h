@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/comm_settings.h"
+#include "optim/optim_config.h"
 
 namespace hpctrain {
 
@@ -134,5 +135,8 @@ void check_pairings(const TrainConfig& c);
 // The communicators' settings of a run: the config's collective_timeout and debug_collectives
 // (which already carry the environment's values, at their precedence).
 CommSettings comm_settings(const TrainConfig& c);
+
+// The optimizer stage's settings of a run (optim/optim_config.h): the fields of the same names.
+OptimConfig optim_config(const TrainConfig& c);
 
 }  // namespace hpctrain

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "comm/caller_waits.h"
+#include "comm/blocking.h"
 #include "comm/communicator.h"
 
 namespace hpctrain {
@@ -14,8 +14,7 @@ BoundaryVotes agree_at_boundary(Communicator& comm, const BoundaryVotes& mine) {
   constexpr int64_t n = sizeof(BoundaryVotes) / sizeof(int64_t);
   at::Tensor t = at::empty({n}, at::kLong);
   std::memcpy(t.data_ptr<int64_t>(), &mine, sizeof(mine));
-  CallerWaits now;  // waited at once: runs on this thread (comm/caller_waits.h)
-  comm.allreduce(t, ReduceOp::kSum, "step.boundary")->wait();
+  allreduce_now(comm, t, ReduceOp::kSum, "step.boundary");
   BoundaryVotes total;
   std::memcpy(static_cast<void*>(&total), t.data_ptr<int64_t>(), sizeof(total));
   return total;

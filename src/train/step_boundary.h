@@ -36,8 +36,8 @@ struct BoundaryVotes {
 static_assert(std::is_trivially_copyable_v<BoundaryVotes> && sizeof(BoundaryVotes) % sizeof(int64_t) == 0,
               "BoundaryVotes travels as an array of int64: only int64_t fields");
 
-// Collective: the field-wise sum of every rank's `mine` (the communicator's set_step names the
-// step in the watchdog's report should a rank never arrive).
+// Collective: the field-wise sum of every rank's `mine` (the step set by set_current_step,
+// comm/guard/op_guard.h, is named in the watchdog's report should a rank never arrive).
 BoundaryVotes agree_at_boundary(Communicator& comm, const BoundaryVotes& mine);
 
 }  // namespace hpctrain

@@ -20,6 +20,7 @@
 #include "ckpt/checkpoint.h"
 #include "dataset/sampler.h"
 #include "model/model.h"
+#include "optim/optim_state.h"
 
 namespace hpctrain {
 
@@ -38,14 +39,12 @@ CheckpointState capture_train_state(Model& model, torch::optim::Optimizer& opt, 
 TrainProgress restore_train_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt);
 
 // The two halves of each, for optimizers that keep their state elsewhere (train_optimizer.h):
-// model/, state/rng.* and the metadata; then a torch::optim optimizer's optim/ tensors.
+// model/, state/rng.* and the metadata; the optimizer's optim/ tensors are optim/optim_state.h.
 // `copy_buffers`: the buffers are copies (for a snapshot taken later: the next forward updates
 // BatchNorm's running statistics, ckpt Snapshot::kBeforeUpdate); parameters are always aliases.
 CheckpointState capture_model_state(Model& model, const TrainProgress& progress, const nlohmann::json& extra_meta,
                                     bool copy_buffers = false);
-void append_optimizer_state(CheckpointState& st, Model& model, torch::optim::Optimizer& opt);
 TrainProgress restore_model_state(const CheckpointState& st, Model& model);
-void restore_optimizer_state(const CheckpointState& st, Model& model, torch::optim::Optimizer& opt);
 
 // Copies `model/` tensors of `st` into `model`; mismatches are one error listing them all.
 void load_model_tensors(const CheckpointState& st, Model& model);

@@ -1,45 +1,28 @@
 // Trainer: set-up (inputs every rank reads alike are checked under agree_on_failure, before any
 // metrics file is replaced) and the loop: steps with gradient accumulation, one agreement per
-// step boundary, log intervals, an eval per epoch, checkpoints. The model: trainer_model.cpp;
-// the start-up lines: trainer_report.cpp; a diverged step: trainer_diverged.cpp;
-// the flight recorder and launcher restarts: trainer_recovery.cpp.
+// step boundary, log intervals, an eval per epoch, checkpoints: the plain flow of a run, top to
+// bottom. The loaders: trainer_data.cpp; the model: trainer_model.cpp; every line and record
+// (start-up, intervals, evals, summary): trainer_report.cpp; a diverged step:
+// trainer_diverged.cpp; the flight recorder and launcher restarts: trainer_recovery.cpp.
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 
-#include <cmath>
-#include <map>
-#include <vector>
-
-#include "ckpt/checkpoint.h"
+#include "comm/guard/op_guard.h"
+#include "comm/guard/wait_meter.h"
 #include "comm/open_run.h"
 #include "comm/run_ops.h"
-#include "comm/wait_meter.h"
-#include "dataset/data_source.h"
-#include "dataset/loader.h"
-#include "ddp/ddp.h"
-#include "metrics/progress.h"
-#include "metrics/step_stats.h"
 #include "metrics/trace_file.h"
-#include "model/model.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
-#include "runtime/device.h"
-#include "runtime/tensor_text.h"
 #include "runtime/trace.h"
-#include "runtime/world.h"
-#include "train/amp.h"
 #include "train/device_check.h"
-#include "train/evaluate.h"
-#include "train/optim.h"
 #include "train/preempt.h"
 #include "train/step_boundary.h"
-#include "train/train_state.h"
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
@@ -82,39 +65,7 @@ void Trainer::State::setup() {
   if (!cfg.trace.empty()) Tracer::get().enable(world.rank());
   install_preemption_handlers();
 
-  LoaderOptions lo;
-  lo.batch_size = cfg.batch_size;
-  lo.prefetch = static_cast<int>(cfg.prefetch);
-  lo.in_memory_mb = cfg.data_in_memory_mb;
-  lo.augment = cfg.augment;
-  lo.seed = static_cast<uint64_t>(cfg.seed);
-  lo.device = device;
-  lo.regression = Loss::regression(cfg.loss);
-  if (lo.regression) lo.labels = cfg.targets_key;
-  lo.seq_len = cfg.seq_len;
-  lo.lazy_tokens = cfg.validate_tokens == "lazy";
-  LoaderOptions eo = lo;
-  eo.shuffle = false;
-  eo.augment = false;
-  // Every rank validates the same files: a bad one is reported once, by rank 0.
-  agree_on_failure(world.mpi_comm(), [&] {
-    train = std::make_unique<Loader>(split_files(cfg.data, "train"), world.size(), world.rank(), lo);
-    test = std::make_unique<Loader>(split_files(cfg.data, "test"), world.size(), world.rank(), eo);
-    const DatasetInfo &a = train->info(), &b = test->info();
-    if (a.sample_shape != b.sample_shape || a.target_shape != b.target_shape)
-      throw CollectiveError("the test set's samples " + shape_string(b.sample_shape) + " / targets " +
-                            shape_string(b.target_shape) + " differ from the training set's " +
-                            shape_string(a.sample_shape) + " / " + shape_string(a.target_shape) + " (" + cfg.data +
-                            ")");
-    if (a.tokens != b.tokens || a.vocab_size != b.vocab_size)
-      throw CollectiveError(
-          cfg.data + ": the test set " +
-          (b.tokens ? "has vocab_size " + std::to_string(b.vocab_size) : std::string("is not a token stream")) +
-          " but the training set " +
-          (a.tokens ? "has vocab_size " + std::to_string(a.vocab_size) : std::string("is not a token stream")));
-    if (a.tokens && Loss::regression(cfg.loss))
-      throw CollectiveError("--loss " + cfg.loss + " needs float targets; token data trains with cross_entropy");
-  });
+  open_data();  // trainer_data.cpp
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   build_model();
@@ -124,9 +75,10 @@ void Trainer::State::setup() {
   steps_per_epoch = train->batches_per_epoch();
   total_steps = steps_per_epoch * cfg.epochs;
   if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
-  double base_lr = scaled_lr(cfg, global_batch);
-  opt = make_train_optimizer(cfg, *model, *ddp, *comm, base_lr);
-  sched = std::make_unique<LrSchedule>(cfg, base_lr, total_steps);
+  const OptimConfig oc = optim_config(cfg);
+  double base_lr = scaled_lr(oc, global_batch);
+  opt = make_train_optimizer(oc, *model, *ddp, *comm, base_lr);
+  sched = std::make_unique<LrSchedule>(oc, base_lr, total_steps);
   scaler = LossScaler(cfg.amp == "fp16");
 
   rep = std::make_unique<Reporter>(world.rank() == 0);
@@ -215,65 +167,6 @@ void Trainer::State::train_step(const Batch& b) {
   stats.add_step(b.images.size(0), ddp->last_step());
 }
 
-EvalResult Trainer::State::run_eval(int64_t epoch) {
-  // The last training forward updated each rank's BN statistics from its own batch; evaluate
-  // every shard with rank 0's, the ones a checkpoint holds, so that `hpctrain eval` on it
-  // reproduces this result (no-op without broadcast buffers, i.e. with SyncBN or one rank).
-  ddp->prepare_forward();
-  EvalResult r = evaluate(*model, forward_fn(), *loss, *test, *comm);
-  nlohmann::json rec = {
-      {"type", "eval"},      {"step", step}, {"epoch", epoch}, {"test_loss", r.loss}, {"test_accuracy", r.accuracy},
-      {"samples", r.samples}};
-  add_token_metrics(rec, r, test->info());
-  rep->metrics(rec);
-  char buf[240];
-  std::string lm = rec.contains("test_ppl")
-                       ? ", perplexity " + std::to_string(rec["test_ppl"].get<double>()).substr(0, 7)
-                       : std::string();
-  if (rec.contains("bits_per_byte"))
-    lm += ", " + std::to_string(rec["bits_per_byte"].get<double>()).substr(0, 6) + " bits/byte";
-  std::snprintf(buf, sizeof(buf), "eval after epoch %lld (step %lld): test loss %.4f%s%s (%lld %s)",
-                (long long)epoch + 1, (long long)step, r.loss,
-                loss->classification() ? (", accuracy " + std::to_string(r.accuracy).substr(0, 6)).c_str() : "",
-                lm.c_str(), (long long)r.samples, test->info().tokens ? "windows" : "samples");
-  rep->message(buf);
-  return r;
-}
-
-void Trainer::State::log_interval(int64_t epoch) {
-  IntervalReport iv = stats.close_interval(*comm, world.size(), [this] { return link_probe->run(*comm); });
-  double step_time = stats.mean_step_seconds();
-  ProgressLine p{epoch + 1,
-                 cfg.epochs,
-                 step,
-                 total_steps,
-                 iv.loss,
-                 sched->lr_at(step - 1),
-                 iv.samples_per_s,
-                 iv.data_wait_pct,
-                 iv.comm_wait_pct,
-                 step_time * static_cast<double>(total_steps - step)};
-  nlohmann::json rec = {{"type", "train"},
-                        {"step", step},
-                        {"epoch", epoch},
-                        {"lr", p.lr},
-                        {"loss", iv.loss},
-                        {"samples_per_s", iv.samples_per_s},
-                        {"data_wait_pct", iv.data_wait_pct},
-                        {"comm_blocked_pct", iv.comm_wait_pct},
-                        {"step_s", iv.step_s},
-                        {"peak_mem_mb", peak_memory_mb(dev)},
-                        {"per_rank", iv.per_rank_json()}};
-  if (scaler.enabled()) rec["loss_scale"] = scaler.scale();
-  if (train->info().tokens) {
-    p.tokens_per_s = iv.samples_per_s * static_cast<double>(train->info().seq_len);
-    rec["tokens_per_s"] = p.tokens_per_s;
-  }
-  straggler->annotate(iv.ranks, p.note, rec);
-  rep->progress(p);
-  rep->metrics(rec);
-}
-
 nlohmann::json Trainer::run() {
   State& s = *s_;
   auto t0 = std::chrono::steady_clock::now();
@@ -304,20 +197,11 @@ nlohmann::json Trainer::run() {
         batch = s.train->next();
       }
       if (!batch) break;
-      report_step(*s.comm, s.step);
+      set_current_step(s.step);  // quoted in watchdog reports
       try {
         s.train_step(*batch);
       } catch (const c10::OutOfMemoryError&) {
-        // One line with what the user can change, instead of LibTorch's allocator dump. The
-        // guard then aborts the job, so no other rank waits in the step's allreduce.
-        char buf[320];
-        std::snprintf(buf, sizeof(buf),
-                      "out of memory on %s at step %lld with per-rank batch %lld (%.0f MiB in use, "
-                      "peak %.0f MiB); try a smaller --batch-size, --amp bf16 or fp16, or "
-                      "--grad-accum K to split each batch",
-                      s.dev.str().c_str(), (long long)s.step, (long long)s.cfg.batch_size,
-                      s.dev.cuda ? cuda_memory_in_use_mb(s.dev.index) : 0.0, peak_memory_mb(s.dev));
-        throw Error(buf);
+        s.throw_oom();  // one line with what the user can change, instead of the allocator's dump
       }
       ++s.step;
       if (s.step == first_step + 1 && s.restart.is_object()) s.report_restart(first_step);
@@ -349,41 +233,8 @@ nlohmann::json Trainer::run() {
     s.ckpt->finish();
     s.ckpt->report(s.step);
   }
-  std::vector<double> peaks = s.peak_memory_per_rank();
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json summary = {{"world_size", s.world.size()},
-                            {"device", s.dev.cuda ? "cuda" : "cpu"},
-                            {"model", s.cfg.model},
-                            {"parameters", count_parameters(*s.model)},
-                            {"steps", s.step},
-                            {"epochs", epoch},
-                            {"global_batch", s.global_batch},
-                            {"samples_per_s", s.stats.overall_samples_per_s()},
-                            {"train_loss", s.stats.last_loss()},
-                            {"test_loss", last_eval.loss},
-                            {"test_accuracy", last_eval.accuracy},
-                            {"data_wait_pct", s.stats.overall_data_wait_pct()},
-                            {"comm_blocked_pct", s.stats.overall_comm_wait_pct()},
-                            {"peak_mem_mb", *std::max_element(peaks.begin(), peaks.end())},
-                            {"peak_mem_mb_per_rank", peaks},
-                            {"zero", s.cfg.zero},
-                            {"optim_state_bytes_per_rank", s.opt->state_bytes()},
-                            {"grad_comm_dtype", s.ddp->reducer().wire_dtype_name()},  // what they travelled in
-                            {"bytes_reduced", s.stats.bytes_reduced()},
-                            {"wall_s", wall},
-                            {"straggler", s.straggler->summary()},
-                            {"restarts", s.restart.is_object() ? s.restart.value("restart", 0) : 0}};
-  if (s.train->info().tokens) {
-    summary["tokens_per_s"] = summary["samples_per_s"].get<double>() * static_cast<double>(s.train->info().seq_len);
-    add_token_metrics(summary, last_eval, s.test->info());
-  }
-  if (s.step == first_step) {
-    // No step ran here: there is no loss or throughput to report (not 0.0).
-    summary["nothing_to_train"] = true;
-    summary["samples_per_s"] = nullptr;
-    if (summary.contains("tokens_per_s")) summary["tokens_per_s"] = nullptr;
-    summary["train_loss"] = nullptr;
-  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json summary = s.summary(epoch, last_eval, wall, /*trained=*/s.step > first_step);  // trainer_report.cpp
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());
   s.rep->metrics({{"type", "summary"}, {"summary", summary}});
   return summary;

@@ -6,13 +6,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "ckpt/dir_ops.h"
+#include "ckpt/checkpoint.h"
 #include "ckpt/manifest.h"
-#include "ckpt/resolve.h"
-#include "ckpt/verify.h"
 #include "ddp/ddp.h"
 #include "ddp/sync_batchnorm.h"
 #include "model/model_registry.h"
@@ -29,16 +28,9 @@ namespace {
 // "program"), or "" when there is none or it cannot be read. For error messages only.
 std::string resume_model_origin(const TrainConfig& cfg) {
   try {
-    std::string dir;
-    if (cfg.resume == "none") return "";
-    if (cfg.resume == "auto") {
-      auto all = ckpt::complete_checkpoints(cfg.ckpt_dir);
-      if (all.empty()) return "";
-      dir = all.back().second;
-    } else {
-      dir = ckpt::resolve_checkpoint_path(cfg.resume);
-    }
-    return ckpt::read_manifest(dir).meta.value("model_origin", std::string());
+    // The same choice, verified, as the resume itself makes (ckpt/checkpoint.h).
+    std::optional<std::string> dir = find_resume(cfg.ckpt_dir, cfg.resume);
+    return dir ? ckpt::read_manifest(*dir).meta.value("model_origin", std::string()) : "";
   } catch (const std::exception&) {
     return "";
   }

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "comm/flight_recorder.h"
+#include "comm/guard/flight_recorder.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
 #include "train/trainer_state_impl.h"
@@ -68,7 +68,7 @@ void Trainer::State::report_restart(int64_t resumed_step) {
   rep->message(buf);
 }
 
-// The flight recorder (comm/flight_recorder.h): its directory, and a job every rank shares (rank
+// The flight recorder (comm/guard/flight_recorder.h): its directory, and a job every rank shares (rank
 // 0's start time, host and pid as its id, which names the dumps' directory and sorts by start
 // time; the launcher's restart number), so `hpctrain flight` tells attempts apart.
 void Trainer::State::start_flight_recorder() {

@@ -1,15 +1,16 @@
-// Trainer::State's start-up lines (rank 0's stdout): the config, the world and the model (its
-// parameter count with tied weights counted once, and which names are tied), the allreduce's
-// path, the gradient communication dtype, token data, the optimizer's state per rank; and
-// every rank's peak memory for the summary.
-#include <cstdio>
+// What Trainer::State reports (the words and records themselves: metrics/run_report.h): the
+// start-up lines (config, world, model with tied weights counted once, the allreduce's path,
+// the gradient communication dtype, token data, the optimizer's state per rank), each log
+// interval, each eval, the summary, every rank's peak memory and the out-of-memory line.
+#include <ATen/ATen.h>
+
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
-
 #include <cmath>
 
+#include "metrics/run_report.h"
+#include "runtime/check.h"
 #include "runtime/device.h"
 #include "train/trainer_state_impl.h"
 
@@ -18,13 +19,16 @@ namespace hpctrain {
 void Trainer::State::report_start(double base_lr) {
   std::string tied;
   for (const auto& [alias, name] : model->tied_names()) tied += (tied.empty() ? "; " : ", ") + alias + " is " + name;
+  const int zero_world = ddp->zero() ? ddp->zero_partition().world_size : 0;
+  const int64_t padding = ddp->zero() ? ddp->zero_partition().padding() : 0;
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(world.node_count()) +
                " node(s), device " + dev.str() + ", model " + cfg.model + " (" +
                std::to_string(count_parameters(*model)) + " parameters" + tied + "), " + "global batch " +
                std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
-               std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " + optimizer_line());
+               std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " +
+               optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding));
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
@@ -35,32 +39,70 @@ void Trainer::State::report_start(double base_lr) {
     for (const std::string& a : algos)
       if ((wire == at::kBFloat16 || wire == at::kHalf) && a.rfind("half types:", 0) == 0) rep->message("hpctrain train: " + a);
   }
-  if (const DatasetInfo& inf = train->info(); inf.tokens) {
-    char buf[300];
-    std::snprintf(buf, sizeof buf,
-                  "hpctrain train: token data %s: %lld train tokens in %lld windows of %lld (+1), %lld test windows, "
-                  "vocab_size %lld%s, %lld tokens per step",
-                  cfg.data.c_str(), (long long)inf.token_count, (long long)inf.size, (long long)inf.seq_len,
-                  (long long)test->info().size, (long long)inf.vocab_size,
-                  inf.tokenizer.empty() ? "" : (", tokenizer " + inf.tokenizer).c_str(),
-                  (long long)(global_batch * inf.seq_len));
-    rep->message(buf);
-  }
+  if (train->info().tokens)
+    rep->message("hpctrain train: " + token_data_line(cfg.data, train->info(), test->info(), global_batch));
 }
 
-// "optimizer sgd, state 3.1 MiB per rank (ZeRO-1: 1/4 of 12.6 MiB, 37 elements padding)"
-std::string Trainer::State::optimizer_line() const {
-  char buf[200];
-  double mib = static_cast<double>(opt->state_bytes()) / 1048576.0;
-  if (!ddp->zero()) {
-    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (replicated)", cfg.optimizer.c_str(), mib);
-  } else {
-    const ZeroPartition& z = ddp->zero_partition();
-    std::snprintf(buf, sizeof(buf),
-                  "optimizer %s, state %.2f MiB per rank (ZeRO-1: 1/%d of it, %lld padding element(s))",
-                  cfg.optimizer.c_str(), mib, z.world_size, static_cast<long long>(z.padding()));
-  }
-  return buf;
+EvalResult Trainer::State::run_eval(int64_t epoch) {
+  // The last training forward updated each rank's BN statistics from its own batch; evaluate
+  // every shard with rank 0's, the ones a checkpoint holds, so that `hpctrain eval` on it
+  // reproduces this result (no-op without broadcast buffers, i.e. with SyncBN or one rank).
+  ddp->prepare_forward();
+  EvalResult r = evaluate(*model, forward_fn(), *loss, *test, *comm);
+  nlohmann::json rec = eval_record(step, epoch, r.loss, r.accuracy, r.samples, test->info());
+  rep->metrics(rec);
+  rep->message(eval_line(rec, loss->classification(), test->info().tokens));
+  return r;
+}
+
+void Trainer::State::log_interval(int64_t epoch) {
+  IntervalReport iv = stats.close_interval(*comm, world.size(), [this] { return link_probe->run(*comm); });
+  const int64_t seq_len = train->info().tokens ? train->info().seq_len : 0;
+  nlohmann::json rec = interval_record(iv, step, epoch, sched->lr_at(step - 1), peak_memory_mb(dev), seq_len);
+  if (scaler.enabled()) rec["loss_scale"] = scaler.scale();
+  ProgressLine p{epoch + 1,         cfg.epochs,       step,
+                 total_steps,       iv.loss,          rec["lr"].get<double>(),
+                 iv.samples_per_s,  iv.data_wait_pct, iv.comm_wait_pct,
+                 stats.mean_step_seconds() * static_cast<double>(total_steps - step)};
+  if (seq_len > 0) p.tokens_per_s = rec["tokens_per_s"].get<double>();
+  straggler->annotate(iv.ranks, p.note, rec);
+  rep->progress(p);
+  rep->metrics(rec);
+}
+
+nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eval, double wall_s, bool trained) {
+  RunSummary s;
+  s.world_size = world.size();
+  s.device = dev.cuda ? "cuda" : "cpu";
+  s.model = cfg.model;
+  s.parameters = count_parameters(*model);
+  s.steps = step;
+  s.epochs = epoch;
+  s.global_batch = global_batch;
+  s.trained = trained;
+  s.samples_per_s = stats.overall_samples_per_s();
+  s.train_loss = stats.last_loss();
+  s.test_loss = last_eval.loss;
+  s.test_accuracy = last_eval.accuracy;
+  s.data_wait_pct = stats.overall_data_wait_pct();
+  s.comm_blocked_pct = stats.overall_comm_wait_pct();
+  s.peak_mem_mb_per_rank = peak_memory_per_rank();
+  s.zero = cfg.zero;
+  s.optim_state_bytes_per_rank = opt->state_bytes();
+  s.grad_comm_dtype = ddp->reducer().wire_dtype_name();
+  s.bytes_reduced = stats.bytes_reduced();
+  s.wall_s = wall_s;
+  s.straggler = straggler->summary();
+  s.restarts = restart.is_object() ? restart.value("restart", 0) : 0;
+  if (train->info().tokens) s.seq_len = train->info().seq_len;
+  s.test = test->info();
+  return summary_record(s);
+}
+
+void Trainer::State::throw_oom() {
+  // The guard then aborts the job, so no other rank waits in the step's allreduce.
+  throw Error(oom_line(dev.str(), step, cfg.batch_size, dev.cuda ? cuda_memory_in_use_mb(dev.index) : 0.0,
+                       peak_memory_mb(dev)));
 }
 
 // Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.

@@ -1,5 +1,6 @@
-// Trainer::State, shared by the trainer's translation units (trainer.cpp: set-up, step, loop,
-// evaluation; trainer_model.cpp: building and checking the model). The checkpoint side (writer,
+// Trainer::State, shared by the trainer's translation units (trainer.cpp: set-up, step, loop;
+// trainer_data.cpp: the loaders; trainer_model.cpp: building and checking the model;
+// trainer_report.cpp: lines, records, eval and summary). The checkpoint side (writer,
 // resume, capture timing, records) is its own object, CheckpointSession. Private to src/train.
 #pragma once
 
@@ -21,12 +22,12 @@
 #include "model/model.h"
 #include "runtime/device.h"
 #include "runtime/world.h"
-#include "train/amp.h"
+#include "optim/amp.h"
 #include "train/checkpoint_session.h"
-#include "train/evaluate.h"
-#include "train/loss.h"
-#include "train/optim.h"
-#include "train/train_optimizer.h"
+#include "eval/evaluate.h"
+#include "optim/loss.h"
+#include "optim/optim.h"
+#include "optim/train_optimizer.h"
 #include "train/trainer.h"
 
 namespace hpctrain {
@@ -72,7 +73,8 @@ struct Trainer::State {
     };
   }
   void setup();
-  void report_start(double base_lr);  // trainer_report.cpp
+  void open_data();                   // trainer_data.cpp
+  void report_start(double base_lr);  // trainer_report.cpp, with the four below
   void start_flight_recorder();
   void report_restart(int64_t resumed_step);
   void build_model();
@@ -84,8 +86,9 @@ struct Trainer::State {
   void save_checkpoint(int64_t epoch, bool sync);
   bool step_boundary();
   std::vector<double> peak_memory_per_rank();
-  std::string optimizer_line() const;
   EvalResult run_eval(int64_t epoch);
+  nlohmann::json summary(int64_t epoch, const EvalResult& last_eval, double wall_s, bool trained);
+  [[noreturn]] void throw_oom();
 };
 
 }  // namespace hpctrain

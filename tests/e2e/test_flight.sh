@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e: the flight recorder (`--flight-records`, comm/flight_recorder.h) and `hpctrain flight`.
+# e2e: the flight recorder (`--flight-records`, comm/guard/flight_recorder.h) and `hpctrain flight`.
 # - rank 1 stopped (SIGSTOP) mid-run: the watchdog fires (exit 3), rank 0 dumps, and the report
 #   names the op rank 0 is stuck in, rank 1 (its dump missing, or never entering the op when
 #   mpirun's SIGCONT on the abort let it dump) and how long rank 0 has waited;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e: the flight recorder (comm/flight_recorder.h) when what is around it fails.
+# e2e: the flight recorder (comm/guard/flight_recorder.h) when what is around it fails.
 # 1. SIGUSR2 with the recorder off (`train --flight-records 0`, 2 ranks) and in `eval` (no
 #    recorder; the signal lands while eval is held in a read of the test set by the preload
 #    shim io_hang, so it surely runs): the process goes on (training: 10 more steps, then a

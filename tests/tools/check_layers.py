@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The tree's arrows: every `#include "stage/..."` in src/ must point down the layers.
 
-    cli -> train -> ckpt/ddp/model/metrics -> dataset/io/comm/diag -> runtime
+    cli -> train -> optim/eval -> ckpt/ddp/model/metrics -> dataset/io/comm/diag -> runtime
 
 A stage may include its own files and any stage of a lower layer. Inside a layer only the
 arrows in SAME_LAYER are allowed (each names why), so no two stages of a layer can include each
@@ -18,6 +18,7 @@ LAYERS = [
     ["runtime"],
     ["io", "comm", "diag", "dataset"],
     ["ddp", "model", "metrics", "ckpt"],
+    ["optim", "eval"],
     ["train"],
     ["cli"],
 ]
@@ -27,6 +28,7 @@ SAME_LAYER = {
     ("model", "ddp"): "zoo models build SyncBatchNorm layers (ddp/sync_batchnorm.h)",
     ("metrics", "ddp"): "step statistics read DDP's per-step wait figures",
     ("ckpt", "ddp"): "ZeRO-1 checkpoints reshard with ddp/zero_partition.h",
+    ("eval", "optim"): "evaluation computes the training loss under the run's autocast (optim/loss.h, optim/amp.h)",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+)/')
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "comm/guard/op_guard.h"
 #include "comm/router.h"
 #include "runtime/check.h"
 #include "runtime/guard.h"
@@ -34,7 +35,7 @@ int probe(World& w, const std::string& scenario, int k, int steps) {
   const double timeout = CommSettings::from_env().collective_timeout_s;
   const int last = w.size() - 1;
   for (int step = 0; step < steps; ++step) {
-    comm.set_step(step);
+    set_current_step(step);
     if (scenario == "ok" && w.rank() == last) std::this_thread::sleep_for(std::chrono::duration<double>(0.4 * timeout));
     for (int b = 0; b < 3; ++b) {
       std::string tag = "ddp.bucket[" + std::to_string(b) + "]";

@@ -4,13 +4,8 @@
 
 #include <pthread.h>
 
-#include <chrono>
-#include <optional>
-
 #include "comm/caller_waits.h"
-#include "comm/flight_recorder.h"
-#include "comm/wait_meter.h"
-#include "runtime/trace.h"
+#include "comm/guard/op_guard.h"
 
 namespace hpctrain {
 
@@ -24,7 +19,7 @@ void ThreadWork::complete(std::exception_ptr err) {
   done_.store(true, std::memory_order_release);
 }
 
-CommThread::CommThread() : thread_([this] { loop(); }) {}
+CommThread::CommThread(OpGuard* guard) : guard_(guard), thread_([this] { loop(); }) {}
 
 CommThread::~CommThread() {
   CallerWaits::forget(this);
@@ -34,12 +29,6 @@ CommThread::~CommThread() {
   }
   cv_.notify_all();
   thread_.join();
-}
-
-void CommThread::set_hooks(Hook on_start, Hook on_end) {
-  std::lock_guard<std::mutex> lk(mu_);
-  on_start_ = std::move(on_start);
-  on_end_ = std::move(on_end);
 }
 
 void CommThread::wake(void* self) {
@@ -57,9 +46,11 @@ WorkHandle CommThread::submit(OpInfo info, std::function<void()> job) {
   std::shared_ptr<ThreadWork> work;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    info.seq = next_seq_++;
+    if (guard_)
+      guard_->submit(info);  // numbers it
+    else
+      info.seq = next_seq_++;
     work = std::make_shared<ThreadWork>(this, info.seq);
-    FlightRecorder::get().enqueue("cpu", info);
     queue_.push_back(Job{std::move(info), std::move(job), work});
   }
   // A caller that waits at once (comm/caller_waits.h) runs the job itself in wait(); the comm
@@ -75,31 +66,15 @@ void CommThread::run_front(std::unique_lock<std::mutex>& lk) {
   Job job = std::move(queue_.front());
   queue_.pop_front();
   running_ = true;
-  Hook on_start = on_start_, on_end = on_end_;
   lk.unlock();
   std::exception_ptr err;
-  FlightRecorder& flight = FlightRecorder::get();
-  flight.start("cpu", job.info.seq);
   try {
-    if (on_start) on_start(job.info);
-    // The timeline shows each collective on the comm row (tid 1), whichever thread runs it.
-    // Its span is this rank's wait in the collective (category "comm.wait").
-    std::optional<TraceSpan> span;
-    if (Tracer::get().enabled()) span.emplace(job.info.tag.empty() ? job.info.op : job.info.tag, "comm.wait", 1);
-    // The op's run time here is its wait: it starts once submitted and every earlier op is
-    // done, and ends when its data has arrived (comm/wait_meter.h).
-    CollectiveWaitMeter& meter = CollectiveWaitMeter::get();
-    const bool timed = meter.enabled() && job.info.metered;
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (guard_) guard_->begin(job.info);
     job.fn();
-    if (timed) meter.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   } catch (...) {
     err = std::current_exception();
   }
-  // on_end runs for failed jobs too: an op that threw has ended (the watchdog must not
-  // mistake it for a hang).
-  if (on_end) on_end(job.info);
-  flight.end("cpu", job.info.seq, !err);
+  if (guard_) guard_->end(job.info, !err);  // failed jobs too: an op that threw has ended
   job.fn = nullptr;  // the job's captures (tensors) go before its waiter returns
   job.work->complete(err);
   lk.lock();

@@ -4,13 +4,16 @@
 // Contract:
 // - Jobs run one at a time in submission order; submit() never blocks on a running job.
 // - wait() on a job that has not started, while no job is running, runs the queued jobs up to
-//   and including it on the waiting thread (in order, with the same hooks, tracing and
-//   metering as on the comm thread), so a caller that waits at once (a synchronous
+//   and including it on the waiting thread (in order, through the same OpGuard as on the comm
+//   thread), so a caller that waits at once (a synchronous
 //   collective) does not pay a wake-up of the comm thread and its wait for a core. A job that
 //   the comm thread has started is waited for. Jobs must not depend on which thread runs them.
 // - submit() wakes the comm thread, except inside a CallerWaits scope (comm/caller_waits.h):
 //   there the caller will wait at once and run the job itself, and the comm thread is woken
 //   only when the scope ends with the job still queued.
+// - Every job passes the OpGuard given at construction (comm/guard/op_guard.h; none: jobs are
+//   only numbered): submit() under the queue's lock, begin() before the job (a throw fails the
+//   job without running it), end() after it, failed or not.
 // - The destructor runs every job already submitted, then joins.
 #pragma once
 
@@ -28,6 +31,7 @@
 namespace hpctrain {
 
 class CommThread;
+class OpGuard;
 
 class ThreadWork final : public Work {
  public:
@@ -47,15 +51,10 @@ class ThreadWork final : public Work {
 
 class CommThread {
  public:
-  // Observers see each job's OpInfo when it starts and ends (watchdog, tracing). Optional.
-  // on_start may throw to fail the job without running it (desync check); on_end runs after
-  // every job, failed or not, and must not throw.
-  using Hook = std::function<void(const OpInfo&)>;
-
-  CommThread();
+  // `guard` (may be null) must outlive the thread.
+  explicit CommThread(OpGuard* guard = nullptr);
   ~CommThread();
   WorkHandle submit(OpInfo info, std::function<void()> job);
-  void set_hooks(Hook on_start, Hook on_end);
 
  private:
   friend class ThreadWork;
@@ -80,8 +79,8 @@ class CommThread {
   bool running_ = false;  // a job is running (on the comm thread or a waiter)
   int waiters_ = 0;       // threads asleep on done_cv_
   bool stop_ = false;
-  uint64_t next_seq_ = 1;
-  Hook on_start_, on_end_;
+  uint64_t next_seq_ = 1;  // without a guard
+  OpGuard* const guard_;
   std::thread thread_;
 };
 

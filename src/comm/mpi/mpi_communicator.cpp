@@ -1,5 +1,5 @@
-// MpiCommunicator: every op is a closure run on the CommThread, with watchdog and fingerprint
-// hooks around it. Large buffers go in chunks (MPI counts are int). Reductions and the float/int
+// MpiCommunicator: every op is a closure run on the CommThread, through its OpGuard
+// (comm/guard/op_guard.h). Large buffers go in chunks (MPI counts are int). Reductions and the float/int
 // allgather_into take one of three paths, chosen once at construction from the rank layout:
 // hierarchical (several hosts, some with several ranks: HierAllreduce), ShmAllreduce's sleeping
 // path (every rank on one host), or flat MPI. Half types cross hosts as 16 bits (half_sum.h).
@@ -12,13 +12,13 @@
 #include <climits>
 #include <vector>
 
-#include "comm/desync.h"
 #include "comm/mpi/comm_thread.h"
 #include "comm/mpi/half_sum.h"
 #include "comm/mpi/hier_allreduce.h"
 #include "comm/mpi/reduce_paths.h"
 #include "comm/mpi/shm_allreduce.h"
-#include "comm/watchdog.h"
+#include "comm/guard/op_guard.h"
+#include "comm/guard/watchdog.h"
 #include "runtime/check.h"
 
 namespace hpctrain {
@@ -54,62 +54,36 @@ int block_count(int64_t n, const char* what) {
 }  // namespace
 
 struct MpiCommunicator::Impl {
+  explicit Impl(std::unique_ptr<OpGuard> g) : guard(std::move(g)), thread(guard.get()) {}
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm debug_comm = MPI_COMM_NULL;  // fingerprint exchange (debug_collectives only)
   int rank = 0, size = 1;
-  std::shared_ptr<Watchdog> watchdog;
-  WatchdogLane* lane = nullptr;
-  std::exception_ptr desync;          // set by the first failed fingerprint check (ops run one at a time)
   std::unique_ptr<ShmAllreduce> shm;    // all ranks on one node: allreduce without spinning
   std::unique_ptr<HierAllreduce> hier;  // several hosts, some with several ranks
   bool multi_node = false;
   std::string algorithm;  // what describe_algorithms() reports
   Paths paths() const { return Paths{comm, shm.get(), hier.get(), multi_node}; }
-  CommThread thread;                  // declared last among users of `comm`; destroyed first (drains the queue)
-
-  // Runs before each op (on the comm thread, or on a caller that runs it in wait()). The lane
-  // starts first, so a hung fingerprint exchange is watched like the op itself.
-  void on_start(const OpInfo& info) {
-    if (lane) lane->begin(info);
-    if (desync) std::rethrow_exception(desync);
-    if (debug_comm == MPI_COMM_NULL) return;
-    try {
-      check_fingerprints(debug_comm, info);
-    } catch (const CollectiveError&) {
-      desync = std::current_exception();
-      throw;
-    }
-  }
-  void on_end(const OpInfo& info) {
-    if (lane) lane->end(info.seq);
-  }
+  std::unique_ptr<OpGuard> guard;  // watchdog lane "mpi", flight lane "cpu", desync, metering
+  CommThread thread;               // declared last among users of `comm`; destroyed first (drains the queue)
 };
 
 MpiCommunicator::MpiCommunicator(MPI_Comm parent, CommSettings settings, std::shared_ptr<Watchdog> watchdog) {
-  MPI_Comm comm;
-  HPC_MPI_CHECK(MPI_Comm_dup(parent, &comm));
-  impl_ = std::make_unique<Impl>();
-  impl_->comm = comm;
-  HPC_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
-  HPC_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
-  choose_paths(settings.allreduce);
-  if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &impl_->debug_comm));
   if (!watchdog && settings.collective_timeout_s > 0)
     watchdog = std::make_shared<Watchdog>(parent, settings.collective_timeout_s);
-  if (watchdog) impl_->lane = &watchdog->add_lane("mpi");
-  impl_->watchdog = std::move(watchdog);
-  Impl* impl = impl_.get();
-  impl_->thread.set_hooks([impl](const OpInfo& i) { impl->on_start(i); }, [impl](const OpInfo& i) { impl->on_end(i); });
+  impl_ = std::make_unique<Impl>(
+      std::make_unique<OpGuard>(parent, settings, std::move(watchdog), "cpu", "mpi", OpGuard::Lane::kSync));
+  HPC_MPI_CHECK(MPI_Comm_dup(parent, &impl_->comm));
+  HPC_MPI_CHECK(MPI_Comm_rank(impl_->comm, &impl_->rank));
+  HPC_MPI_CHECK(MPI_Comm_size(impl_->comm, &impl_->size));
+  choose_paths(settings.allreduce);
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  MPI_Comm comm = impl_->comm, debug = impl_->debug_comm;
-  impl_.reset();  // joins the comm thread after draining it, then releases the watchdog
+  MPI_Comm comm = impl_->comm;
+  impl_.reset();  // joins the comm thread after draining it, then releases the guard and watchdog
   int fin = 0;
   MPI_Finalized(&fin);
   if (fin) return;
   MPI_Comm_free(&comm);
-  if (debug != MPI_COMM_NULL) MPI_Comm_free(&debug);
 }
 
 // Collective: the layout decides (kAuto), or the setting forces a path; every rank must ask the same.
@@ -165,11 +139,7 @@ std::vector<std::string> MpiCommunicator::describe_algorithms() const {
   };
 }
 
-void MpiCommunicator::set_step(int64_t step) {
-  if (impl_->watchdog) impl_->watchdog->set_step(step);
-}
-
-Watchdog* MpiCommunicator::watchdog() const { return impl_->watchdog.get(); }
+Watchdog* MpiCommunicator::watchdog() const { return impl_->guard->watchdog(); }
 
 int MpiCommunicator::rank() const { return impl_->rank; }
 int MpiCommunicator::size() const { return impl_->size; }

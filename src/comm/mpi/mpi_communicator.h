@@ -23,11 +23,11 @@
 //   allgather_into gives the MPI path's values (a -0.0 becomes +0.0); reduce_scatter's sums follow the
 //   shared-memory allreduce's rank-order sum.
 // - The destructor completes every submitted operation, then joins the thread.
-// - Guarded by `settings` (see CommSettings): every op is watched by a Watchdog lane "mpi"
-//   (the given one, shared with other backends, or its own when none is given and the timeout
-//   is > 0), and with debug_collectives each op first compares fingerprints on a private
-//   communicator. After a desync every later op fails with the same CollectiveError without
-//   touching MPI, so no rank hangs behind a desynced queue.
+// - Every op passes an OpGuard (comm/guard/op_guard.h) configured by `settings`: watchdog lane
+//   "mpi" (the given watchdog, shared with other backends, or its own when none is given and
+//   the timeout is > 0), flight-recorder lane "cpu", the desync check with debug_collectives
+//   (after a desync every later op fails with the same CollectiveError without touching MPI),
+//   the wait meter and the trace timeline.
 #pragma once
 
 #include <mpi.h>
@@ -44,7 +44,7 @@ namespace hpctrain {
 
 class Watchdog;
 
-class MpiCommunicator final : public Communicator, public LinkProber, public StepReporter {
+class MpiCommunicator final : public Communicator, public LinkProber {
  public:
   // Collective over `parent`.
   explicit MpiCommunicator(MPI_Comm parent, CommSettings settings = CommSettings::from_env(),
@@ -67,8 +67,6 @@ class MpiCommunicator final : public Communicator, public LinkProber, public Ste
   WorkHandle allgather_into(at::Tensor input, at::Tensor output, std::string tag = {}) override;
 
   WorkHandle probe_link(int to, int from, int64_t bytes, int rounds, double* seconds, std::string tag = {}) override;
-
-  void set_step(int64_t step) override;
 
   // The raw communicator (for benchmarks that compare against bare MPI).
   MPI_Comm raw() const;

@@ -6,15 +6,13 @@
 // caller's current stream wait for the operation's completion event, again without blocking
 // the host; done() queries the event.
 //
-// Watchdog: each op is one entry on the shared Watchdog's "nccl" lane from the moment it is
-// called (host-side MPI exchanges included) until its completion event fires; the watchdog
-// thread polls the event. On a timeout the watchdog calls ncclCommAbort (freeing the GPU from
-// the stuck kernel) before MPI_Abort. With debug_collectives, fingerprints are compared over
-// MPI on the calling thread before each op is enqueued (blocking the host: debug only).
-//
-// Flight recorder (comm/flight_recorder.h), lane "cuda": enqueued when the op is called, started
-// when it is put on the comm stream, ended when its completion event is first seen fired (by the
-// watchdog's poll, or a done() query), failed when launching threw.
+// Every op passes an asynchronous OpGuard (comm/guard/op_guard.h): watchdog lane "nccl" from the
+// moment it is called (host-side MPI exchanges included) until its completion event fires (the
+// watchdog thread polls the event), flight-recorder lane "cuda" (ended when the event is first
+// seen fired, by the watchdog's poll or a done() query; failed when launching threw), and with
+// debug_collectives the fingerprint exchange over MPI on the calling thread before the op is
+// enqueued (blocking the host: debug only). On a timeout the watchdog calls ncclCommAbort
+// (freeing the GPU from the stuck kernel) before MPI_Abort.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -27,11 +25,9 @@
 #include <atomic>
 #include <mutex>
 
-#include "comm/desync.h"
-#include "comm/flight_recorder.h"
+#include "comm/guard/op_guard.h"
+#include "comm/guard/watchdog.h"
 #include "comm/nccl/nccl_communicator.h"
-#include "comm/router.h"
-#include "comm/watchdog.h"
 #include "runtime/check.h"
 
 #define HPC_NCCL_CHECK(call)                                                                                      \
@@ -79,13 +75,15 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 // One op's completion, shared by its Work handle and the watchdog's probe.
 struct NcclOpState {
   at::cuda::CUDAEvent done;
-  uint64_t seq = 0;                   // the op's sequence number (flight recorder lane "cuda")
+  OpInfo info;
+  std::weak_ptr<OpGuard> guard;       // told once when the op has ended (it may be gone by then)
   std::atomic<bool> enqueued{false};  // `done` has been recorded
   std::atomic<bool> failed{false};    // launching threw: nothing to wait for
   mutable std::atomic<bool> ended{false};
   bool finished() const {
     bool f = failed.load() || (enqueued.load() && done.query());
-    if (f && !ended.exchange(true)) FlightRecorder::get().end("cuda", seq, !failed.load());
+    if (f && !ended.exchange(true))
+      if (auto g = guard.lock()) g->end(info, !failed.load());
     return f;
   }
 };
@@ -112,12 +110,13 @@ struct AbortHandle {
   }
 };
 
-class NcclCommunicator final : public Communicator, public StepReporter {
+class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(MPI_Comm parent, int device, const CommSettings& settings, std::shared_ptr<Watchdog> watchdog)
-      : watchdog_(std::move(watchdog)), device_(device) {
+      : device_(device) {
     HPC_MPI_CHECK(MPI_Comm_dup(parent, &mpi_));
-    if (settings.debug_collectives) HPC_MPI_CHECK(MPI_Comm_dup(parent, &debug_));
+    Watchdog* wd = watchdog.get();
+    guard_ = std::make_shared<OpGuard>(parent, settings, std::move(watchdog), "cuda", "nccl", OpGuard::Lane::kAsync);
     HPC_MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
     HPC_MPI_CHECK(MPI_Comm_size(mpi_, &size_));
     HPC_CUDA_CHECK(cudaSetDevice(device_));  // before any NCCL context exists
@@ -126,10 +125,9 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     HPC_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
     HPC_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
     stream_.emplace(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device_));
-    if (watchdog_) {
-      lane_ = &watchdog_->add_lane("nccl");
+    if (wd) {
       abort_->comm = comm_;
-      watchdog_->add_abort_hook([h = abort_] { h->abort(); });
+      wd->add_abort_hook([h = abort_] { h->abort(); });
     }
   }
   ~NcclCommunicator() override {
@@ -142,11 +140,6 @@ class NcclCommunicator final : public Communicator, public StepReporter {
     MPI_Finalized(&fin);
     if (fin) return;
     MPI_Comm_free(&mpi_);
-    if (debug_ != MPI_COMM_NULL) MPI_Comm_free(&debug_);
-  }
-
-  void set_step(int64_t step) override {
-    if (watchdog_) watchdog_->set_step(step);
   }
 
   int rank() const override { return rank_; }
@@ -247,23 +240,13 @@ class NcclCommunicator final : public Communicator, public StepReporter {
                   " but this rank's NCCL communicator uses cuda:" + std::to_string(device_));
   }
 
-  // Numbers the op, puts it on the watchdog lane and (debug) checks fingerprints.
+  // Numbers the op and begins it through the guard (watchdog lane, flight recorder, desync).
   std::shared_ptr<NcclOpState> start(OpInfo i) {
-    i.seq = next_seq_++;
+    guard_->submit(i);
     auto st = std::make_shared<NcclOpState>();
-    st->seq = i.seq;
-    FlightRecorder::get().enqueue("cuda", i);
-    if (lane_) lane_->begin(i, [st] { return st->finished(); });
-    guarded(st, [&] {
-      if (desync_) std::rethrow_exception(desync_);
-      if (debug_ == MPI_COMM_NULL) return;
-      try {
-        check_fingerprints(debug_, i);
-      } catch (const CollectiveError&) {
-        desync_ = std::current_exception();  // every later op fails the same way
-        throw;
-      }
-    });
+    st->info = i;
+    st->guard = guard_;
+    guarded(st, [&] { guard_->begin(i, [st] { return st->finished(); }); });
     return st;
   }
 
@@ -291,19 +274,14 @@ class NcclCommunicator final : public Communicator, public StepReporter {
       for (auto& t : ts)  // keep the memory alive until the comm stream is done with it
         c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), *stream_);
       st->done.record(*stream_);
-      FlightRecorder::get().start("cuda", st->seq);
       st->enqueued = true;
     });
     return std::make_shared<NcclWork>(st);
   }
 
-  std::shared_ptr<Watchdog> watchdog_;
+  std::shared_ptr<OpGuard> guard_;  // shared: an op's probe may outlive this communicator (weak_ptr)
   MPI_Comm mpi_ = MPI_COMM_NULL;
-  MPI_Comm debug_ = MPI_COMM_NULL;  // fingerprint exchange (debug_collectives only)
-  WatchdogLane* lane_ = nullptr;
   std::shared_ptr<AbortHandle> abort_ = std::make_shared<AbortHandle>();
-  uint64_t next_seq_ = 1;
-  std::exception_ptr desync_;
   ncclComm_t comm_ = nullptr;
   int device_ = 0, rank_ = 0, size_ = 1;
   std::optional<c10::cuda::CUDAStream> stream_;

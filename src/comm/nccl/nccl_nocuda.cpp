@@ -2,7 +2,6 @@
 // no version. With CUDA, comm/nccl/nccl_communicator.cpp defines both instead.
 #ifndef HPCTRAIN_HAVE_CUDA
 #include "comm/nccl/nccl_communicator.h"
-#include "comm/router.h"
 #include "runtime/check.h"
 
 namespace hpctrain {

@@ -8,7 +8,8 @@
 #include <thread>
 
 #include "comm/mpi/mpi_communicator.h"
-#include "comm/watchdog.h"
+#include "comm/guard/op_guard.h"
+#include "comm/guard/watchdog.h"
 #include "runtime/check.h"
 #include "support/test_world.h"
 
@@ -37,7 +38,7 @@ TEST(Watchdog, SideChannelReportsEveryRanksProgress) {
   Watchdog wd(world().mpi_comm(), 60);
   auto& lane = wd.add_lane("mpi");
   const int r = world().rank(), n = world().size();
-  wd.set_step(100 + r);
+  set_current_step(100 + r);  // process-wide (comm/guard/op_guard.h): one rank per process here
   for (int s = 1; s <= r + 1; ++s) lane.begin(op(s, "t" + std::to_string(s)));
   lane.end(r);  // rank r has finished ops 1..r, op r+1 is still running
   barrier();
@@ -63,7 +64,7 @@ TEST(Watchdog, CommunicatorFeedsTheLaneWithSeqStepAndEnd) {
   s.collective_timeout_s = 60;
   MpiCommunicator comm(world().mpi_comm(), s);
   ASSERT_NE(comm.watchdog(), nullptr);
-  comm.set_step(7);
+  set_current_step(7);
   at::Tensor t = at::ones({16});
   comm.allreduce(t, ReduceOp::kSum, "probe")->wait();
   comm.barrier("end")->wait();
@@ -80,7 +81,6 @@ TEST(Watchdog, OffWhenTimeoutIsZero) {
   s.collective_timeout_s = 0;
   MpiCommunicator comm(world().mpi_comm(), s);
   EXPECT_EQ(comm.watchdog(), nullptr);
-  comm.set_step(3);  // harmless
   comm.barrier("b")->wait();
 }
 

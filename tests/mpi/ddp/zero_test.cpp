@@ -11,8 +11,8 @@
 #include "models.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"
-#include "train/optim.h"
-#include "train/sharded_optim.h"
+#include "optim/optim.h"
+#include "optim/sharded_optim.h"
 
 using namespace hpctrain;
 using namespace hpctrain::testing;

@@ -11,7 +11,7 @@
 
 #include "comm/router.h"
 #include "comm/run_ops.h"
-#include "comm/wait_meter.h"
+#include "comm/guard/wait_meter.h"
 #include "diag/link_probe.h"
 #include "runtime/check.h"
 #include "support/test_world.h"

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "comm/wait_meter.h"
+#include "comm/guard/wait_meter.h"
 #include "ddp/ddp.h"
 #include "metrics/step_stats.h"
 #include "support/test_world.h"

@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "comm/caller_waits.h"
+#include "comm/comm_settings.h"
+#include "comm/guard/flight_recorder.h"
+#include "comm/guard/op_guard.h"
 #include "comm/mpi/comm_thread.h"
 
 using hpctrain::CallerWaits;
@@ -103,9 +106,12 @@ TEST(CommThread, AsyncJobsAndConcurrentWaitersKeepOrderAndRunOnce) {
 }
 
 TEST(CommThread, ErrorsReachTheWaiterAndLaterJobsStillRun) {
-  CommThread t;
-  std::vector<std::string> started, ended;
-  t.set_hooks([&](const OpInfo& i) { started.push_back(i.tag); }, [&](const OpInfo& i) { ended.push_back(i.tag); });
+  // The jobs pass an OpGuard: its flight recorder shows which began and how each ended.
+  hpctrain::FlightRecorder& flight = hpctrain::FlightRecorder::get();
+  flight.configure(8, std::filesystem::temp_directory_path().string(), 0, 1, {"comm-thread-test"});
+  hpctrain::OpGuard guard(MPI_COMM_NULL, hpctrain::CommSettings{}, nullptr, "test", "test",
+                          hpctrain::OpGuard::Lane::kSync);
+  CommThread t(&guard);
   OpInfo bad = info(), good = info();
   bad.tag = "bad";
   good.tag = "good";
@@ -116,8 +122,11 @@ TEST(CommThread, ErrorsReachTheWaiterAndLaterJobsStillRun) {
   EXPECT_THROW(w1->wait(), std::runtime_error);  // idempotent
   w2->wait();
   EXPECT_TRUE(ran);
-  EXPECT_EQ(started, (std::vector<std::string>{"bad", "good"}));
-  EXPECT_EQ(ended, (std::vector<std::string>{"bad", "good"}));
+  std::vector<std::string> seen;
+  for (const auto& r : flight.snapshot())
+    if (r.lane == "test") seen.push_back(r.tag + ":" + hpctrain::FlightRecorder::state_name(r.state));
+  EXPECT_EQ(seen, (std::vector<std::string>{"bad:failed", "good:done"}));
+  flight.configure(0, "", 0, 1, {"comm-thread-test"});
 }
 
 TEST(CommThread, DestructorRunsJobsNobodyWaitedFor) {

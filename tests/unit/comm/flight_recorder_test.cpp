@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm/flight_recorder.h"
+#include "comm/guard/flight_recorder.h"
 
 using hpctrain::FlightRecorder;
 using hpctrain::OpInfo;

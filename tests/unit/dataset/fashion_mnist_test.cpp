@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dataset/fashion_mnist.h"
+#include "dataset/prep/fashion_mnist.h"
 #include "dataset/h5_dataset.h"
-#include "dataset/idx_reader.h"
+#include "dataset/prep/idx_reader.h"
 #include "runtime/check.h"
 #include "temp_dir.h"
 

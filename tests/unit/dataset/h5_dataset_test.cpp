@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "dataset/h5_dataset.h"
-#include "dataset/h5_writer.h"
-#include "dataset/synthetic.h"
+#include "dataset/prep/h5_writer.h"
+#include "dataset/prep/synthetic.h"
 #include "runtime/check.h"
 #include "temp_dir.h"
 

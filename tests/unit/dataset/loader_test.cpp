@@ -9,7 +9,7 @@
 #include <set>
 
 #include "dataset/loader.h"
-#include "dataset/synthetic.h"
+#include "dataset/prep/synthetic.h"
 #include "dataset/transform.h"
 #include "runtime/check.h"
 #include "runtime/device.h"

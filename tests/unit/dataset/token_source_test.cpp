@@ -14,7 +14,7 @@
 
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
-#include "dataset/text_tokens.h"
+#include "dataset/prep/text_tokens.h"
 #include "dataset/token_source.h"
 #include "runtime/check.h"
 #include "temp_dir.h"

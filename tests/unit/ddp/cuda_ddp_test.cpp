@@ -9,7 +9,7 @@
 #include "model/models.h"
 #include "runtime/device.h"
 #include "support/test_world.h"
-#include "train/amp.h"
+#include "optim/amp.h"
 
 using namespace hpctrain;
 
