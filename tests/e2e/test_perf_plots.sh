@@ -7,13 +7,9 @@
 #   report.py      render replaces only the marked region: the input numbers appear as rows,
 #                  images are linked relative to the README, hand-written prose is kept
 #   error paths    README without markers, allreduce lines of the wrong shape
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/hpctrain-perfplots.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 $PY -c "import matplotlib" 2>/dev/null || fail "python3-matplotlib missing (bash launch/setup.sh installs it)"
 unset DISPLAY
 R=$WORK/results
