@@ -1,7 +1,7 @@
 """PNG plots of the perf CSVs (matplotlib, Agg backend: no display needed).
 
-    /usr/bin/python3 perf/plot.py scaling   perf/results/scaling-cnn-DATE.csv   [--out PNG]
-    /usr/bin/python3 perf/plot.py allreduce perf/results/allreduce-np2-DATE.csv [--out PNG]
+    /usr/bin/python3 perf/plot.py scaling   perf/train/results/scaling-cnn-DATE.csv   [--out PNG]
+    /usr/bin/python3 perf/plot.py allreduce perf/comm/results/allreduce-np2-DATE.csv [--out PNG]
     /usr/bin/python3 perf/plot.py metrics   RUN.jsonl [RUN2.jsonl ...]            [--out PNG]
 
 scaling: for each sweep in the CSV (weak, strong), throughput against ranks with the ideal line

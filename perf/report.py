@@ -1,22 +1,24 @@
-"""Regenerates the measured part of perf/README.md from the files in perf/results/.
+"""Regenerates the measured part of perf/README.md from the results files under perf/ (each
+benchmark's folder keeps its own results/: perf/train/results, perf/comm/results, ...).
 
-    /usr/bin/python3 perf/report.py probe  [--bin build/hpctrain] [--out perf/results/machine.json]
-    /usr/bin/python3 perf/report.py render [--results perf/results] [--readme perf/README.md]
+    /usr/bin/python3 perf/report.py probe  [--bin build/hpctrain] [--out perf/machine.json]
+    /usr/bin/python3 perf/report.py render [--results perf] [--readme perf/README.md]
 
 probe records the machine (lscpu, memory, OS, `hpctrain doctor`'s library line, threads per rank).
 render replaces ONLY the text between the markers
     <!-- generated:begin -->  ...  <!-- generated:end -->
 in the README (hand-written sections around them stay as they are) with: the machine, the newest
-perf/run_perf.py table, per model the newest perf/scaling.sh CSV and its perf/scaling_model.py
+perf/train/run_perf.py table, per model the newest perf/train/scaling.sh CSV and its perf/scaling_model.py
 comparison, the newest allreduce sweep, the loader and checkpoint benchmarks, the Fashion-MNIST
 run summary, and a Plots section linking every PNG that belongs to those files (paths relative
-to the README). A file that is missing is left out, never invented.
+to the README). A file that is missing is left out, never invented. --results is searched with
+its subfolders; files are told apart by name, so a name must not stand in two folders.
 """
 import argparse, csv, datetime, glob, json, os, re, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
-LOADER_RUN_LINES = 6  # perf/loader_bench.sh appends 6 lines per run to loader.jsonl
+LOADER_RUN_LINES = 6  # perf/train/loader_bench.sh appends 6 lines per run to loader.jsonl
 STAMP = r"(\d{8}-\d{4,6})"
 
 
@@ -45,10 +47,15 @@ def probe(a):
     print(json.dumps(m))
 
 
+def found(results, name):
+    """Files named `name` (a glob) in results or any folder below it, in name order."""
+    return sorted(glob.glob(os.path.join(results, "**", name), recursive=True), key=os.path.basename)
+
+
 def newest(results, pattern):
     """{key: path} of the newest file per key; pattern's groups are (key, stamp)."""
     best = {}
-    for p in glob.glob(os.path.join(results, "*")):
+    for p in found(results, "*"):
         mt = re.fullmatch(pattern, os.path.basename(p))
         if mt and (mt.group(1) not in best or mt.group(2) > best[mt.group(1)][0]):
             best[mt.group(1)] = (mt.group(2), p)
@@ -69,10 +76,10 @@ def ms(x):
 
 
 def machine_text(results):
-    p = os.path.join(results, "machine.json")
-    if not os.path.exists(p):
+    p = found(results, "machine.json")
+    if not p:
         return "Machine: not recorded (run `perf/report.py probe`)."
-    m = json.load(open(p))
+    m = json.load(open(p[-1]))
     vm = f", {m['hypervisor']} VM" if m.get("hypervisor") else ""
     return (f"Machine: {m['cpus']} CPUs ({m['cpu_model']}{vm}; {m['sockets']} socket x {m['cores_per_socket']} cores x "
             f"{m['threads_per_core']} thread per core), {m['mem_gib']} GiB, {m['os']}; {m['libraries']}; "
@@ -97,7 +104,7 @@ def scaling_section(model, path):
 def allreduce_section(n, path):
     rows = list(csv.DictReader(open(path)))
     return [f"### Allreduce, {n} ranks ([csv]({rel(path)}), {measured(path)}; `hpctrain bench allreduce` "
-            f"via perf/allreduce_sweep.sh)", "",
+            f"via perf/comm/allreduce_sweep.sh)", "",
             md_table(["bytes", "ours busbw GB/s", "bare MPI busbw GB/s", "ours / MPI"],
                      [[r["bytes"], f"{float(r['busbw_GBps']):.3f}", f"{float(r['mpi_busbw_GBps']):.3f}",
                        f"{float(r['busbw_ratio']):.3f}"] for r in rows])]
@@ -149,19 +156,19 @@ def render(a):
     if perf:
         p = perf[""]
         body = open(p).read().strip().splitlines()
-        out += [f"From `perf/run_perf.py` ([raw]({rel(p)})): {body[0]}", ""] + "\n".join(body[1:]).strip().splitlines() + [""]
+        out += [f"From `perf/train/run_perf.py` ([raw]({rel(p)})): {body[0]}", ""] + "\n".join(body[1:]).strip().splitlines() + [""]
     for model, p in scaling.items():
         out += scaling_section(model, p) + [""]
     for n, p in allred.items():
         out += allreduce_section(n, p) + [""]
-    for title, name, last in [("Data loader (`perf/loader_bench.sh`)", "loader.jsonl", LOADER_RUN_LINES)]:
-        if os.path.exists(os.path.join(res, name)):
-            out += generic_jsonl_section(title, os.path.join(res, name), last) + [""]
-    for p in sorted(glob.glob(os.path.join(res, "ckpt-*.md")))[-1:]:
-        out += [f"### Checkpoints (`perf/ckpt_bench.py`) ([raw]({rel(p)}), {measured(p)}; each row names its run)", "",
+    for title, name, last in [("Data loader (`perf/train/loader_bench.sh`)", "loader.jsonl", LOADER_RUN_LINES)]:
+        for p in found(res, name)[-1:]:
+            out += generic_jsonl_section(title, p, last) + [""]
+    for p in found(res, "ckpt-*.md")[-1:]:
+        out += [f"### Checkpoints (`perf/ckpt/ckpt_bench.py`) ([raw]({rel(p)}), {measured(p)}; each row names its run)", "",
                 open(p).read().strip(), ""]
     rows, links = [], []
-    for fm in sorted(glob.glob(os.path.join(res, "fmnist-*.jsonl"))):
+    for fm in found(res, "fmnist-*.jsonl"):
         summ = [l["summary"] for l in jsonl(fm) if l.get("type") == "summary"]
         if not summ:
             continue
@@ -195,9 +202,9 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("probe")
     p.add_argument("--bin", default=os.path.join(ROOT, "build/hpctrain"))
-    p.add_argument("--out", default=os.path.join(ROOT, "perf/results/machine.json"))
+    p.add_argument("--out", default=os.path.join(ROOT, "perf/machine.json"))
     r = sub.add_parser("render")
-    r.add_argument("--results", default=os.path.join(ROOT, "perf/results"))
+    r.add_argument("--results", default=os.path.join(ROOT, "perf"))
     r.add_argument("--readme", default=os.path.join(ROOT, "perf/README.md"))
     a = ap.parse_args()
     {"probe": probe, "render": render}[a.cmd](a)

@@ -1,9 +1,9 @@
 """Analytical weak-scaling model for hpctrain's DDP, calibrated on this machine's measurements.
 
     /usr/bin/python3 perf/scaling_model.py --compute-s 0.031 --backward-s 0.020 --bucket-mb 0.011,3.135
-    /usr/bin/python3 perf/scaling_model.py --from-bench perf/results/ddp_bench_np1.json
-    /usr/bin/python3 perf/scaling_model.py --from-scaling perf/results/scaling-cnn-DATE.csv \
-        --allreduce perf/results/allreduce-np2-DATE.csv     # measured vs predicted, this machine
+    /usr/bin/python3 perf/scaling_model.py --from-bench perf/train/results/ddp_bench_np1.json
+    /usr/bin/python3 perf/scaling_model.py --from-scaling perf/train/results/scaling-cnn-DATE.csv \
+        --allreduce perf/comm/results/allreduce-np2-DATE.csv     # measured vs predicted, this machine
 
 Ring allreduce of S bytes over n ranks with link bandwidth B (busbw) and latency alpha:
     t(S) = 2(n-1)/n * S/B + 2(n-1) * alpha
@@ -15,8 +15,8 @@ Efficiency = compute_s / (compute_s + exposed). Calibrate compute_s (a whole ste
 and the bucket sizes with `build/perf/ddp_bench --mode ddp` at 1 rank (its JSON has step_s and
 backward_s; the bucket plan is printed by `hpctrain train`).
 
---from-scaling takes a perf/scaling.sh CSV: compute, backward and buckets come from its 1-rank
-weak row, and the link of THIS machine is fitted to a perf/allreduce_sweep.sh CSV (least squares,
+--from-scaling takes a perf/train/scaling.sh CSV: compute, backward and buckets come from its 1-rank
+weak row, and the link of THIS machine is fitted to a perf/comm/allreduce_sweep.sh CSV (least squares,
 on relative error, of our allreduce time against bytes: t = 2(n-1)alpha + 2(n-1)/n * S/B; the
 fit is at the sweep's rank count and is used for every N). It writes
 <csv>-model.csv (measured against predicted efficiency per row; strong rows assume compute and
@@ -64,7 +64,7 @@ def fit_link(allreduce_csv):
 
 
 def predict_scaling(scaling_csv, link):
-    """Rows of measured vs predicted efficiency for a perf/scaling.sh CSV."""
+    """Rows of measured vs predicted efficiency for a perf/train/scaling.sh CSV."""
     rows = list(csv.DictReader(open(scaling_csv)))
     base = next((r for r in rows if r["mode"] == "weak" and r["ranks"] == "1"), None)
     if base is None:
@@ -119,8 +119,8 @@ def main():
     ap.add_argument("--backward-s", type=float, help="single-rank backward time (s)")
     ap.add_argument("--bucket-mb", default="1,24", help="bucket sizes in MiB, launch order")
     ap.add_argument("--from-bench", help="a ddp_bench JSON line (1 rank) for compute/backward")
-    ap.add_argument("--from-scaling", help="a perf/scaling.sh CSV: measured vs predicted (needs --allreduce)")
-    ap.add_argument("--allreduce", help="a perf/allreduce_sweep.sh CSV: this machine's link")
+    ap.add_argument("--from-scaling", help="a perf/train/scaling.sh CSV: measured vs predicted (needs --allreduce)")
+    ap.add_argument("--allreduce", help="a perf/comm/allreduce_sweep.sh CSV: this machine's link")
     ap.add_argument("--ranks", default="8,64,512")
     a = ap.parse_args()
     if a.from_scaling:

@@ -1,10 +1,10 @@
 """Turns the benchmarks' JSON lines into the CSV files that perf/plot.py and perf/report.py read.
 
-    /usr/bin/python3 perf/to_csv.py scaling   RAW.jsonl OUT.csv   # ddp_bench lines from perf/scaling.sh
+    /usr/bin/python3 perf/to_csv.py scaling   RAW.jsonl OUT.csv   # ddp_bench lines from perf/train/scaling.sh
     /usr/bin/python3 perf/to_csv.py allreduce RAW.jsonl OUT.csv   # `hpctrain bench allreduce` lines
 
 Scaling: rows keep the input order; speedup and efficiency are relative to the 1-rank row of the
-same sweep (scaling_mode weak or strong), see perf/scaling.sh for the definitions. A sweep without
+same sweep (scaling_mode weak or strong), see perf/train/scaling.sh for the definitions. A sweep without
 a 1-rank row gets empty speedup/efficiency cells rather than invented ones.
 """
 import csv, json, sys

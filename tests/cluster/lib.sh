@@ -6,6 +6,8 @@
 #   mn HOSTFILE ARGS...      launch/multinode.sh on node0 (MN_HOST=H: on H), exactly as a cluster user runs it,
 #                            with only the rsh agent swapped in (bounded by `timeout`), and the
 #                            network variables a user sets on a real cluster set for the subnet
+#   ckpt_at_least DIR STEP   DIR/latest is at STEP or later (with wait_for, tests/e2e/lib.sh)
+#   lost_host_start, lose_node1, one_restart   a host lost mid-run (test_cluster_spare/shrink.sh)
 CLUSTER_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$CLUSTER_TESTS_DIR/../e2e/lib.sh"
 source "$CLUSTER_TESTS_DIR/nscluster.sh"
@@ -76,4 +78,38 @@ slurm_cluster_start() {
   }
   HPCTRAIN_SLURM_NODES="${NSCLUSTER_HOSTS[*]}" HPCTRAIN_SLURM_ON=$NSCLUSTER_AGENT timeout 60 "$SLURM_CLUSTER" start "$SDIR" >/dev/null \
     || { tail -5 "$SDIR"/*.log; fail "Slurm on ${NSCLUSTER_HOSTS[*]} did not start"; }
+}
+
+# ckpt_at_least DIR STEP: DIR/latest names a checkpoint at STEP or later.
+ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
+
+# The lost-host tests (test_cluster_spare.sh, test_cluster_shrink.sh). lost_host_start: 3 hosts,
+# the synthetic data set $D, hostfile $WORK/hf with node0..node2 one slot each.
+lost_host_start() {
+  cluster_start 3
+  D="$WORK/d"
+  run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
+  hostfile "$WORK/hf" node0:1 node1:1 node2:1
+}
+# lose_node1 WHAT ARGS...: `mn $WORK/hf ARGS...` in the background (checkpoints $WORK/ck,
+# metrics $WORK/m.jsonl, output $WORK/job.txt and job.err); node1's cable is pulled once step 10
+# is saved (t_cut: when), and the job must then exit 0 (else fail naming WHAT).
+lose_node1() {
+  local what=$1 job rc; shift
+  mn "$WORK/hf" "$@" --ckpt-dir "$WORK/ck" --metrics "$WORK/m.jsonl" >"$WORK/job.txt" 2>"$WORK/job.err" &
+  job=$!
+  wait_for 240 "the first checkpoint" ckpt_at_least "$WORK/ck" 10
+  link_down node1
+  t_cut=$(date +%s.%N)
+  set +e; wait $job; rc=$?; set -e
+  [ "$rc" = 0 ] || { tail -30 "$WORK/job.err"; fail "the job exited $rc after losing node1 ($what)"; }
+}
+# one_restart REGEX WHAT: job.err holds exactly one launcher restart line, matching REGEX (else
+# fail naming WHAT); sets line, st (the step-NNNNNNNN it resumed from) and n (its step).
+one_restart() {
+  line=$(grep '^multinode.sh: restart' "$WORK/job.err" || true)
+  [ "$(grep -c '^multinode.sh: restart' "$WORK/job.err")" = 1 ] && [[ "$line" =~ $1 ]] ||
+    { cat "$WORK/job.err"; fail "not one restart line naming $2"; }
+  st=${line##*resuming from }
+  n=$((10#${st#step-}))
 }

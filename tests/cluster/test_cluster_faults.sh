@@ -25,7 +25,6 @@ wait_until() {
   local end=$((SECONDS + $1)); shift
   until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.5; done
 }
-ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
 no_cluster_procs() { [ -z "$(cluster_procs)" ]; }
 # lost_node TAG TIMEOUT: trains in the background, pulls node1's cable after step 10 is saved,
 # measures when the launcher and each process are gone. Sets launcher_s, rc.

@@ -23,12 +23,6 @@ common=(train --model cnn --device cpu --data "$D" --epochs 100 --max-steps 300 
   --seed 3 --log-every 1 --ckpt-every 10 --collective-timeout 15)
 export MN_FLAGS="--spares 1 --max-restarts 2 --oversubscribe"
 
-wait_for() {  # wait_for SECONDS WHAT CMD...
-  local limit=$1 what=$2; shift 2
-  local end=$((SECONDS + limit))
-  until "$@"; do [ $SECONDS -lt $end ] || fail "timed out after $limit s waiting for $what"; sleep 0.5; done
-}
-ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
 # trained_in_attempt METRICS K: attempt K (1 = the first) has written a train record.
 trained_in_attempt() { [ -f "$1" ] && awk -v k="$2" '/"type":"config"/ { c++ } c >= k && /"type":"train"/ { t = 1 } END { exit !t }' "$1"; }
 kill_orted() {  # kill_orted HOST: SIGKILL the Open MPI daemon on HOST

@@ -22,39 +22,19 @@
 # holds step by step is tests/e2e/test_train_equivalence.sh and test_resume.sh (short runs).
 source "$(dirname "$0")/lib.sh"
 t_start=$SECONDS
-cluster_start 3
-D="$WORK/d"
-run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
-hostfile "$WORK/hf" node0:1 node1:1 node2:1
+lost_host_start
 common=(train --model cnn --sync-bn --device cpu --data "$D" --epochs 10 --max-steps 120 --lr 0.005 --schedule constant
   --seed 3 --log-every 5 --ckpt-every 10 --collective-timeout 15)
 run_np 2 "${common[@]}" --batch-size 16 --ckpt-dir "$WORK/ref" --metrics "$WORK/ref.jsonl" >"$WORK/ref.txt" 2>&1 ||
   { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
 
-wait_for() {  # wait_for SECONDS WHAT CMD...
-  local limit=$1 what=$2; shift 2
-  local end=$((SECONDS + limit))
-  until "$@"; do [ $SECONDS -lt $end ] || fail "timed out after $limit s waiting for $what"; sleep 0.5; done
-}
-ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
 link_down node2
-MN_FLAGS="--spares 1 --shrink --max-restarts 1 --oversubscribe" \
-  mn "$WORK/hf" "${common[@]}" --batch-size 16 --ckpt-dir "$WORK/ck" --metrics "$WORK/m.jsonl" >"$WORK/job.txt" 2>"$WORK/job.err" &
-job=$!
-wait_for 240 "the first checkpoint" ckpt_at_least "$WORK/ck" 10
-link_down node1
-t_cut=$(date +%s.%N)
-set +e; wait $job; rc=$?; set -e
-[ "$rc" = 0 ] || { tail -30 "$WORK/job.err"; fail "the job exited $rc after losing node1 (--shrink)"; }
-line=$(grep '^multinode.sh: restart' "$WORK/job.err" || true)
-want='^multinode.sh: restart 1/1: host node1 lost \(rank 1\), no spare left \(spare node2 unreachable, skipped\): shrunk to node0 with 1 rank\(s\), --batch-size 16 -> 32 \(global batch 32 kept\); resuming from step-[0-9]{8}$'
-[ "$(grep -c '^multinode.sh: restart' "$WORK/job.err")" = 1 ] && [[ "$line" =~ $want ]] ||
-  { cat "$WORK/job.err"; fail "not one restart line naming node1, the unreachable spare and the shrink"; }
+MN_FLAGS="--spares 1 --shrink --max-restarts 1 --oversubscribe" lose_node1 "--shrink" "${common[@]}" --batch-size 16
+one_restart '^multinode.sh: restart 1/1: host node1 lost \(rank 1\), no spare left \(spare node2 unreachable, skipped\): shrunk to node0 with 1 rank\(s\), --batch-size 16 -> 32 \(global batch 32 kept\); resuming from step-[0-9]{8}$' \
+  "node1, the unreachable spare and the shrink"
 ok "node1 off the network, spare node2 too: exit 0; $line"
 grep -q "saved with 2 rank(s); now 1, global batch 32" "$WORK/job.txt" || { grep resumed "$WORK/job.txt"; fail "the shrunk run did not resume on 1 rank with global batch 32"; }
 [ "$(json_field "$WORK/job.txt" steps)" = 120 ] || fail "the shrunk job ended at step $(json_field "$WORK/job.txt" steps)"
-st=${line##*resuming from }
-n=$((10#${st#step-}))
 run_np 1 ckpt merge "$WORK/ck/$st" --out "$WORK/ck-at.h5" >/dev/null
 run_np 1 ckpt merge "$WORK/ref/$st" --out "$WORK/ref-at.h5" >/dev/null
 /usr/bin/python3 "$COMPARE" "$WORK/ck-at.h5" "$WORK/ref-at.h5" --rtol 1e-6 ||

@@ -16,7 +16,6 @@ J=$(HPCTRAIN_SPARE_NODES=1 HPCTRAIN_RUN_DIR="$WORK/run" $SLURM_RUN sbatch --pars
   --gpus-per-task=0 --cpus-per-task=1 --time=00:10:00 --output="$WORK/j.log" "$SRC/slurm/train.sbatch" "${common[@]}" \
   --ckpt-every 10 --collective-timeout 15)
 SLURM_JOBS+=("$J")
-ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
 wait_for 180 "job $J's first checkpoint" ckpt_at_least "$WORK/run/ckpt" 10
 grep -q "hpctrain: 2 of 3 nodes run the job, 1 spare(s)" "$WORK/j.log" || { cat "$WORK/j.log"; fail "no spare held"; }
 link_down node1

@@ -13,10 +13,7 @@
 # (figures: README "Launching", docs/multi-node.md).
 source "$(dirname "$0")/lib.sh"
 t_start=$SECONDS
-cluster_start 3
-D="$WORK/d"
-run_np 1 data synthetic --out "$D" --n 1024 --test-n 128 --classes 4 --height 12 --width 12 --seed 5 --noise 200 >/dev/null
-hostfile "$WORK/hf" node0:1 node1:1 node2:1
+lost_host_start
 common=(train --model cnn --sync-bn --device cpu --data "$D" --epochs 10 --max-steps 240 --batch-size 16 --lr 0.02
   --seed 3 --log-every 5 --ckpt-every 10 --collective-timeout 15)
 
@@ -24,28 +21,11 @@ common=(train --model cnn --sync-bn --device cpu --data "$D" --epochs 10 --max-s
 # test_cluster_train.sh), here on the machine itself.
 run_np 2 "${common[@]}" --ckpt-dir "$WORK/ref" >"$WORK/ref.txt" 2>&1 || { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
 
-wait_for() {  # wait_for SECONDS WHAT CMD...
-  local limit=$1 what=$2; shift 2
-  local end=$((SECONDS + limit))
-  until "$@"; do [ $SECONDS -lt $end ] || fail "timed out after $limit s waiting for $what"; sleep 0.5; done
-}
-ckpt_at_least() { [ -f "$1/latest" ] && [ "$(sed 's/step-0*//' "$1/latest")" -ge "$2" ]; }
-MN_FLAGS="--spares 1 --max-restarts 1 --oversubscribe" \
-  mn "$WORK/hf" "${common[@]}" --ckpt-dir "$WORK/ck" --metrics "$WORK/m.jsonl" >"$WORK/job.txt" 2>"$WORK/job.err" &
-job=$!
-wait_for 240 "the first checkpoint" ckpt_at_least "$WORK/ck" 10
-link_down node1
-t_cut=$(date +%s.%N)
-set +e; wait $job; rc=$?; set -e
-[ "$rc" = 0 ] || { tail -30 "$WORK/job.err"; fail "the job exited $rc after losing node1 (spare node2)"; }
-line=$(grep '^multinode.sh: restart' "$WORK/job.err" || true)
-[ "$(grep -c '^multinode.sh: restart' "$WORK/job.err")" = 1 ] &&
-  [[ "$line" =~ ^multinode.sh:\ restart\ 1/1:\ host\ node1\ lost\ \(rank\ 1\),\ replaced\ by\ spare\ node2\;\ resuming\ from\ step-[0-9]{8}$ ]] ||
-  { cat "$WORK/job.err"; fail "not one restart line naming node1, rank 1, spare node2 and the checkpoint"; }
+MN_FLAGS="--spares 1 --max-restarts 1 --oversubscribe" lose_node1 "spare node2" "${common[@]}"
+one_restart '^multinode.sh: restart 1/1: host node1 lost \(rank 1\), replaced by spare node2; resuming from step-[0-9]{8}$' \
+  "node1, rank 1, spare node2 and the checkpoint"
 ok "node1 off the network after $(grep -o 'resuming from .*' <<<"$line" | cut -c15-): exit 0; $line"
 [ "$(grep -c 'rank(s) on 2 node(s)' "$WORK/job.txt")" = 2 ] || { cat "$WORK/job.txt"; fail "the job did not run twice on 2 hosts"; }
-st=${line##*resuming from }
-n=$((10#${st#step-}))
 [ "$n" -ge 10 ] && grep -q "resumed from .*$st at step $n" "$WORK/job.txt" ||
   { grep -i resum "$WORK/job.txt"; fail "the restarted job did not resume from $st (the checkpoint the launcher named)"; }
 [ "$(json_field "$WORK/job.txt" steps)" = 240 ] || fail "the restarted job ended at step $(json_field "$WORK/job.txt" steps)"

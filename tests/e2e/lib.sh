@@ -26,6 +26,15 @@ signal_ranks() {
     kill "-$sig" "$pid"
   done
 }
+# wait_for SECONDS WHAT CMD...: poll CMD every 0.5 s until it succeeds, or fail naming WHAT.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for $what"
+    sleep 0.5
+  done
+}
 # Waits (up to $3 s, default 120) until metrics file $1 has a train record with step >= $2.
 wait_for_step() {
   local f=$1 n=$2 limit=${3:-120} i

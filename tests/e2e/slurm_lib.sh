@@ -1,5 +1,5 @@
 # Slurm helpers shared by tests/e2e/test_slurm.sh and tests/cluster/test_cluster_slurm.sh (sourced;
-# needs fail from tests/e2e/lib.sh). Client commands go through $SLURM_RUN (empty: run here; the
+# needs fail and wait_for from tests/e2e/lib.sh). Client commands go through $SLURM_RUN (empty: run here; the
 # cluster test sets it to `on node0`, the namespace host that runs slurmctld).
 SLURM_RUN=${SLURM_RUN:-}
 have_slurm() { for b in munged slurmctld slurmd sbatch scontrol; do command -v "$b" >/dev/null || return 1; done; }
@@ -14,15 +14,6 @@ require_slurm() {
   fi
 }
 job_field() { $SLURM_RUN scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-# wait_for SECONDS WHAT CMD...: poll CMD every 0.5 s until it succeeds, or fail naming WHAT.
-wait_for() {
-  local limit=$1 what=$2; shift 2
-  local end=$((SECONDS + limit))
-  until "$@"; do
-    [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for $what"
-    sleep 0.5
-  done
-}
 # The JSON summary (last line starting with '{') of job log $1, field $2.
 summary_field() { /usr/bin/python3 -c "
 import json,sys

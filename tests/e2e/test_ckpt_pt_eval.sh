@@ -77,7 +77,7 @@ for mode in ("async", "sync"):
         if mode == "sync":
             assert r["stall_ms"] >= r["write_ms"], ("sync stall must cover the write", r)
         # async: no time bound here (a loaded 2-core VM makes any bound flake); the stall
-        # figures are measured by perf/ckpt_bench.py. What holds by construction is checked:
+        # figures are measured by perf/ckpt/ckpt_bench.py. What holds by construction is checked:
         # the sync stall covers the write (same clock), and async records say async.
     if mode == "async":
         # A save that ran synchronously would stall for its whole write every time (as sync

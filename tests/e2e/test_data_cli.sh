@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # `hpctrain data`: synthetic and Fashion-MNIST files are readable by h5py with the contract's
 # layout; a bad source gives a one-line error, exit != 0 and no output files.
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 : "${HPCTRAIN_BIN:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # Debian's python3 has python3-h5py (a pyenv python on PATH may not).
 PY=/usr/bin/python3
-fail() { echo "FAIL: $*"; exit 1; }
 
-"$HPCTRAIN_BIN" data synthetic --out "$tmp/syn" --n 40 --test-n 12 --channels 3 --height 4 --width 5 --classes 4 --seed 2
-"$PY" - "$tmp/syn" <<'PY'
+"$HPCTRAIN_BIN" data synthetic --out "$WORK/syn" --n 40 --test-n 12 --channels 3 --height 4 --width 5 --classes 4 --seed 2
+"$PY" - "$WORK/syn" <<'PY'
 import sys, h5py, numpy as np
 d = sys.argv[1]
 with h5py.File(d + "/train.h5") as f, h5py.File(d + "/test.h5") as t:
@@ -28,19 +25,19 @@ PY
 
 # A bad source: the error names the file, exit != 0, nothing written.
 set +e
-msg=$("$HPCTRAIN_BIN" data fashion-mnist --src "$tmp/nowhere" --out "$tmp/fm_bad" 2>&1 >/dev/null)
+msg=$("$HPCTRAIN_BIN" data fashion-mnist --src "$WORK/nowhere" --out "$WORK/fm_bad" 2>&1 >/dev/null)
 rc=$?
 set -e
 [ "$rc" -ne 0 ] || fail "missing source exited 0"
 [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "error is not one line: $msg"
 [[ "$msg" == *"train-images-idx3-ubyte.gz: cannot open"* ]] || fail "error does not name the file: $msg"
-[ ! -e "$tmp/fm_bad/train.h5" ] || fail "output written despite the error"
+[ ! -e "$WORK/fm_bad/train.h5" ] || fail "output written despite the error"
 echo "checked: missing source -> rc=$rc, one line: $msg"
 
 src=/usr/share/datasets/fashion-mnist
 if [ -f "$src/train-images-idx3-ubyte.gz" ]; then
-  "$HPCTRAIN_BIN" data fashion-mnist --out "$tmp/fm"
-  "$PY" - "$tmp/fm" "$src" <<'PY'
+  "$HPCTRAIN_BIN" data fashion-mnist --out "$WORK/fm"
+  "$PY" - "$WORK/fm" "$src" <<'PY'
 import sys, gzip, h5py, numpy as np
 d, src = sys.argv[1], sys.argv[2]
 raw = np.frombuffer(gzip.open(src + "/t10k-images-idx3-ubyte.gz").read()[16:], np.uint8).reshape(-1, 1, 28, 28)

@@ -2,9 +2,8 @@
 # `--help` a person can use: every option of every subcommand that takes a value names its type
 # (INT, FLOAT, BOOL, PATH/DIR/FILE, or the choice list), never CLI11's bare TEXT, and options with
 # a default show it (`--batch-size INT=64`).
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 : "${HPCTRAIN_BIN:?}"
-fail() { echo "FAIL: $*"; exit 1; }
 PY=/usr/bin/python3
 subs=("train" "eval" "models" "doctor" "data fashion-mnist" "data synthetic" "ckpt inspect" "ckpt verify"
       "ckpt merge" "bench allreduce" "bench reduce_scatter" "bench allgather" "bench loader" "data text" "generate" "flight")

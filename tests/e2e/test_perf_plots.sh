@@ -5,22 +5,20 @@
 #                  predicted efficiency against the closed form for one bucket
 #   plot.py        both PNGs written (PNG magic, non-trivial size) with no display
 #   report.py      render replaces only the marked region: the input numbers appear as rows,
+#                  found in the folders' results/ below --results (as perf/train/results),
 #                  images are linked relative to the README, hand-written prose is kept
 #   error paths    README without markers, allreduce lines of the wrong shape
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/hpctrain-perfplots.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 $PY -c "import matplotlib" 2>/dev/null || fail "python3-matplotlib missing (bash launch/setup.sh installs it)"
 unset DISPLAY
-R=$WORK/results
-mkdir -p "$R"
+# As in perf/: each benchmark folder keeps its results/, report.py searches below --results.
+R=$WORK/perf T=$WORK/perf/train/results C=$WORK/perf/comm/results
+mkdir -p "$T" "$C"
 
 # --- inputs ---------------------------------------------------------------------------------
-# ddp_bench lines as perf/scaling.sh tags them. weak: 640 -> 1024 samples/s on 2 ranks (eff 0.8);
+# ddp_bench lines as perf/train/scaling.sh tags them. weak: 640 -> 1024 samples/s on 2 ranks (eff 0.8);
 # strong (global 128): 640 -> 1024 (speedup 1.6, eff 0.8). One 1 MiB bucket.
 line() {  # mode ranks batch step_s samples_per_s finalize_wait_s data_wait_s backward_s
   echo "{\"scaling_mode\":\"$1\",\"world_size\":$2,\"batch_per_rank\":$3,\"step_s\":$4,\"samples_per_s\":$5,\"finalize_wait_s\":$6,\"data_wait_s\":$7,\"backward_s\":$8,\"model\":\"cnn\",\"mode\":\"ddp\",\"bucket_bytes\":[1048576],\"data\":\"/d/train.h5\"}"
@@ -30,10 +28,10 @@ line() {  # mode ranks batch step_s samples_per_s finalize_wait_s data_wait_s ba
   line weak 2 64 0.125 1024.0 0.0025 0.001 0.06
   line strong 1 128 0.2 640.0 0.0 0.0005 0.1
   line strong 2 64 0.125 1024.0 0.0025 0.001 0.06
-} >"$R/scaling-cnn-20260101-000000.jsonl"
+} >"$T/scaling-cnn-20260101-000000.jsonl"
 # Allreduce on 2 ranks timed exactly by the ring model with B = 2 GB/s, alpha = 5 us:
 # t = 2(n-1)/n S/B + 2(n-1) alpha = S/B + 10 us. Bare MPI is 10% faster.
-$PY - "$R/allreduce-np2-20260101-000000.jsonl" <<'PY'
+$PY - "$C/allreduce-np2-20260101-000000.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
     for k in range(12, 25, 2):
@@ -45,10 +43,10 @@ with open(sys.argv[1], "w") as f:
                             "busbw_ratio": 0.9}) + "\n")
 PY
 printf 'Measured 20260101-0000 on 2 cores\n\n| figure | value | goal | detail |\n|---|---|---|---|\n| DDP tax at world size 1 (cnn, b64) | 1.234 | <= 1.02 | x |\n' \
-  >"$R/perf-20260101-0000.md"
-echo '{"world_size":1,"batch_size":128,"prefetch":2,"samples_per_s":4321.5,"data_wait_s":0.0125}' >"$R/loader.jsonl"
+  >"$T/perf-20260101-0000.md"
+echo '{"world_size":1,"batch_size":128,"prefetch":2,"samples_per_s":4321.5,"data_wait_s":0.0125}' >"$T/loader.jsonl"
 echo '{"cpu_model":"Test CPU 9000","cpus":"2","threads_per_core":"1","cores_per_socket":"2","sockets":"1","hypervisor":"","mem_gib":4.0,"os":"Debian 12","libraries":"LibTorch 9.9.9 | Open MPI v4.1.4 | HDF5 1.10.8","threads_per_rank":"1"}' >"$R/machine.json"
-cat >"$WORK/README.md" <<'EOF'
+cat >"$R/README.md" <<'EOF'
 # perf
 Hand-written intro 4711.
 <!-- generated:begin -->
@@ -59,7 +57,7 @@ Hand-written prose 0815 stays.
 EOF
 
 # --- CSVs and the model ---------------------------------------------------------------------
-S=$R/scaling-cnn-20260101-000000.csv A=$R/allreduce-np2-20260101-000000.csv
+S=$T/scaling-cnn-20260101-000000.csv A=$C/allreduce-np2-20260101-000000.csv
 $PY "$SRC/perf/to_csv.py" scaling "${S%.csv}.jsonl" "$S"
 $PY "$SRC/perf/to_csv.py" allreduce "${A%.csv}.jsonl" "$A"
 $PY "$SRC/perf/scaling_model.py" --from-scaling "$S" --allreduce "$A" >"$WORK/model.out"
@@ -94,8 +92,8 @@ done
 ok "plot.py wrote both PNGs (PNG magic, > 10 kB) without a display"
 
 # --- report ---------------------------------------------------------------------------------
-$PY "$SRC/perf/report.py" render --results "$R" --readme "$WORK/README.md" >/dev/null
-$PY - "$WORK/README.md" <<'PY' || { cat "$WORK/README.md"; fail "report content"; }
+$PY "$SRC/perf/report.py" render --results "$R" --readme "$R/README.md" >/dev/null
+$PY - "$R/README.md" <<'PY' || { cat "$R/README.md"; fail "report content"; }
 import sys
 t = open(sys.argv[1]).read()
 want = [
@@ -106,8 +104,8 @@ want = [
     "| strong | 1 | 128 | 128 | 640.000 | 200.00 | 1.0000 | 1.0000 | 0.00 | 0.50 | train.h5 |",
     "| 1048576 | 1.963 | 2.181 | 0.900 |",   # 2^20 / (2^20/2e9 + 10 us) = 1.963 GB/s; MPI / 0.9
     "| 1 | 128 | 2 | 4322 | 0.0125 |",
-    "![scaling-cnn-20260101-000000](results/scaling-cnn-20260101-000000.png)",
-    "![allreduce-np2-20260101-000000](results/allreduce-np2-20260101-000000.png)",
+    "![scaling-cnn-20260101-000000](train/results/scaling-cnn-20260101-000000.png)",
+    "![allreduce-np2-20260101-000000](comm/results/allreduce-np2-20260101-000000.png)",
 ]
 missing = [w for w in want if w not in t]
 assert not missing, missing
@@ -117,9 +115,9 @@ print(f"checked: {len(want)} expected lines (rows with the input numbers, image 
 PY
 ok "report.py render"
 # Rendering twice gives the same text (only the marked region is owned by the generator).
-cp "$WORK/README.md" "$WORK/once.md"
-$PY "$SRC/perf/report.py" render --results "$R" --readme "$WORK/README.md" >/dev/null
-cmp -s "$WORK/README.md" "$WORK/once.md" || fail "second render changed the README"
+cp "$R/README.md" "$WORK/once.md"
+$PY "$SRC/perf/report.py" render --results "$R" --readme "$R/README.md" >/dev/null
+cmp -s "$R/README.md" "$WORK/once.md" || fail "second render changed the README"
 ok "render is idempotent"
 
 # --- error paths ----------------------------------------------------------------------------

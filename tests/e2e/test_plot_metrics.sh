@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perf/plot.py metrics: training curves from metrics JSONL files, no display needed.
 # - two hand-made runs overlaid -> one PNG (PNG magic, non-trivial size) at --out;
-# - the README's reference runs (perf/results/fmnist-*.jsonl) plot next to their JSONL;
+# - the README's reference runs (perf/train/results/fmnist-*.jsonl) plot next to their JSONL;
 # - a file without train records, or with a broken line, is refused with a one-line reason.
 source "$(dirname "$0")/lib.sh"
 SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -26,13 +26,13 @@ out=$($PY "$SRC/perf/plot.py" metrics "$WORK/a.jsonl" "$WORK/b.jsonl" --out "$WO
 [ "$out" = "$WORK/ab.png" ] && is_png "$WORK/ab.png" || fail "overlay PNG not written ($out)"
 ok "two runs overlaid: $(stat -c %s "$WORK/ab.png") bytes"
 
-for ref in "$SRC"/perf/results/fmnist-cnn-5ep.jsonl "$SRC"/perf/results/fmnist-resnet-w48-20ep.jsonl; do
+for ref in "$SRC"/perf/train/results/fmnist-cnn-5ep.jsonl "$SRC"/perf/train/results/fmnist-resnet-w48-20ep.jsonl; do
   cp "$ref" "$WORK/"
   out=$($PY "$SRC/perf/plot.py" metrics "$WORK/$(basename "$ref")")
   is_png "$out" || fail "$out not a PNG"
   [ -f "${ref%.jsonl}.png" ] || fail "the reference PNG ${ref%.jsonl}.png is not committed"
 done
-ok "reference runs plot; their PNGs are in perf/results"
+ok "reference runs plot; their PNGs are in perf/train/results"
 
 echo '{"type": "config", "config": {}}' >"$WORK/none.jsonl"
 if $PY "$SRC/perf/plot.py" metrics "$WORK/none.jsonl" 2>"$WORK/err"; then fail "no train records accepted"; fi

@@ -17,6 +17,11 @@ train() {  # train NAME NP ARGS...: a run into $WORK/NAME, merged to $WORK/NAME.
     >"$WORK/$name.txt" 2>&1 || { tail -5 "$WORK/$name.txt"; fail "$name"; }
   merged "$WORK/$name" "$WORK/$name.h5"
 }
+zero_and_ddp() {  # zero_and_ddp NAME NP ARGS...: NAME-z0 trained with --zero 0, NAME-z1 with --zero 1
+  local name=$1 np=$2; shift 2
+  train "$name-z0" "$np" "$@" --zero 0
+  train "$name-z1" "$np" "$@" --zero 1
+}
 
 # 1. Equivalence: --zero 1 == --zero 0, 30 steps, per-tensor relative norm <= 1e-6. Every model
 #    and optimizer on 2 ranks; on 4 ranks (oversubscribed, the slowest runs) cnn with both
@@ -27,8 +32,7 @@ for np in 2 4; do
       if [ "$np" = 4 ] && { [ "$model" = mlp ] || [ "$model-$opt" = resnet-sgd ]; }; then continue; fi
       a=(--model "$model" --optimizer "$opt" --batch-size $((16 / np)) --max-steps 30)
       if [ "$opt" = adamw ]; then a+=(--lr 0.002); else a+=(--lr 0.02); fi
-      train "$model-$opt-np$np-z0" "$np" "${a[@]}" --zero 0
-      train "$model-$opt-np$np-z1" "$np" "${a[@]}" --zero 1
+      zero_and_ddp "$model-$opt-np$np" "$np" "${a[@]}"
       noise=()
       if [ "$np" = 4 ]; then  # DDP again, summed in another order (MPI's ring, not shared memory)
         HPCTRAIN_SHM_ALLREDUCE=0 OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4 \
@@ -41,8 +45,7 @@ for np in 2 4; do
     done
   done
 done
-train mlp-np1-z0 1 --model mlp --optimizer adamw --lr 0.002 --batch-size 16 --max-steps 30 --zero 0
-train mlp-np1-z1 1 --model mlp --optimizer adamw --lr 0.002 --batch-size 16 --max-steps 30 --zero 1
+zero_and_ddp mlp-np1 1 --model mlp --optimizer adamw --lr 0.002 --batch-size 16 --max-steps 30
 cmp_state "$WORK/mlp-np1-z1.h5" "$WORK/mlp-np1-z0.h5" --group model --group optim --rtol 1e-6 || fail "1 rank"
 ok "mlp adamw 1 rank: --zero 1 == --zero 0, model and optimizer state"
 # The whole optimizer state from merge --full equals DDP's, per parameter.
@@ -51,9 +54,7 @@ ok "merge --full of a 4-rank ZeRO checkpoint: optimizer state per parameter == D
 for extra in "--clip-grad-norm 0.05" "--grad-accum 2" "--amp bf16" "--sync-bn"; do
   tag=$(echo "$extra" | tr -d ' -' | cut -c1-12)
   # shellcheck disable=SC2086
-  train "x-$tag-z0" 2 --model cnn --optimizer adamw --lr 0.002 --batch-size 8 --max-steps 30 $extra --zero 0
-  # shellcheck disable=SC2086
-  train "x-$tag-z1" 2 --model cnn --optimizer adamw --lr 0.002 --batch-size 8 --max-steps 30 $extra --zero 1
+  zero_and_ddp "x-$tag" 2 --model cnn --optimizer adamw --lr 0.002 --batch-size 8 --max-steps 30 $extra
   cmp_state "$WORK/x-$tag-z1.h5" "$WORK/x-$tag-z0.h5" --rtol 1e-6 --skip-no-signal || fail "$extra"
   ok "cnn adamw 2 ranks $extra: --zero 1 == --zero 0"
 done
@@ -71,24 +72,20 @@ resume() {  # resume NAME NP FROM ARGS...
   train "$name" "$np" "${r[@]}" --resume "$from" "$@"
   grep -q "resumed from $from" "$WORK/$name.txt" || fail "$name did not resume"
 }
+continues() {  # continues WHAT NAME NP FROM REF ARGS...: resume NAME; it ends within 1e-5 of uninterrupted REF
+  local what=$1 name=$2 np=$3 from=$4 ref=$5; shift 5
+  resume "$name" "$np" "$from" "$@"
+  cmp_state "$WORK/$name.h5" "$WORK/$ref.h5" --group model --group optim --rtol 1e-5 --skip-no-signal || fail "$what"
+  ok "$what continues as the uninterrupted run"
+}
 resume same4 4 "$WORK/u4/step-00000010" --batch-size 4 --zero 1
 cmp_state "$WORK/same4.h5" "$WORK/u4.h5" --group model --group optim --exact || fail "same world not bitwise"
 ok "ZeRO 4 ranks -> 4 ranks: bitwise equal to the uninterrupted run"
-resume r42 2 "$WORK/u4/step-00000010" --batch-size 8 --zero 1
-cmp_state "$WORK/r42.h5" "$WORK/u4.h5" --group model --group optim --rtol 1e-5 --skip-no-signal || fail "4 -> 2"
-ok "ZeRO 4 -> 2 ranks continues as the uninterrupted run"
-resume r23 3 "$WORK/u2/step-00000010" --batch-size 4 --zero 1
-cmp_state "$WORK/r23.h5" "$WORK/u2.h5" --group model --group optim --rtol 1e-5 --skip-no-signal || fail "2 -> 3"
-ok "ZeRO 2 -> 3 ranks continues as the uninterrupted run"
-resume r31 1 "$WORK/r23/step-00000020" --batch-size 12 --zero 1
-cmp_state "$WORK/r31.h5" "$WORK/u2.h5" --group model --group optim --rtol 1e-5 --skip-no-signal || fail "3 -> 1"
-ok "ZeRO 3 -> 1 rank continues as the uninterrupted run"
-resume zd 2 "$WORK/u4/step-00000010" --batch-size 8 --zero 0
-cmp_state "$WORK/zd.h5" "$WORK/u4.h5" --group model --group optim --rtol 1e-5 --skip-no-signal || fail "ZeRO -> DDP"
-ok "ZeRO (4 ranks) -> DDP (2 ranks) continues as the uninterrupted run"
-resume dz 4 "$WORK/ud/step-00000010" --batch-size 4 --zero 1
-cmp_state "$WORK/dz.h5" "$WORK/ud.h5" --group model --group optim --rtol 1e-5 --skip-no-signal || fail "DDP -> ZeRO"
-ok "DDP (2 ranks) -> ZeRO (4 ranks) continues as the uninterrupted run"
+continues "ZeRO 4 -> 2 ranks" r42 2 "$WORK/u4/step-00000010" u4 --batch-size 8 --zero 1
+continues "ZeRO 2 -> 3 ranks" r23 3 "$WORK/u2/step-00000010" u2 --batch-size 4 --zero 1
+continues "ZeRO 3 -> 1 rank" r31 1 "$WORK/r23/step-00000020" u2 --batch-size 12 --zero 1
+continues "ZeRO (4 ranks) -> DDP (2 ranks)" zd 2 "$WORK/u4/step-00000010" u4 --batch-size 8 --zero 0
+continues "DDP (2 ranks) -> ZeRO (4 ranks)" dz 4 "$WORK/ud/step-00000010" ud --batch-size 4 --zero 1
 
 # 3. Every rank writes (ckpt_writers=all): the same checkpoint content, and it verifies.
 train w4 4 "${r[@]}" --batch-size 4 --zero 1 --ckpt-writers all

@@ -1,27 +1,25 @@
 # Shared by tests/e2e/test_watchdog_*.sh (sourced; not a test itself).
 # `VAR=value probe NP SCENARIO [MPIEXEC ARGS...]` runs build/tests/hang_probe under mpiexec,
 # bounded by `timeout 120`; it sets RC, ELAPSED (seconds), OUT and ERR and prints them.
-set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+set +e  # probe records each exit status; check counts the failed checks
 PROBE=${HPCTRAIN_BUILD_DIR:?set HPCTRAIN_BUILD_DIR to the build directory}/tests/hang_probe
-MPIEXEC=${MPIEXEC:-mpiexec}
 MPIEXEC_FLAGS=${MPIEXEC_FLAGS:---oversubscribe}
 MPIEXEC_FLAGS=${MPIEXEC_FLAGS//;/ }
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 FAILS=0
 
 probe() {
   local np=$1 scenario=$2; shift 2
   local t0; t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  timeout 120 "$MPIEXEC" -n "$np" $MPIEXEC_FLAGS "$@" "$PROBE" "$scenario" >"$TMP/out" 2>"$TMP/err"
+  timeout 120 "$MPIEXEC" -n "$np" $MPIEXEC_FLAGS "$@" "$PROBE" "$scenario" >"$WORK/out" 2>"$WORK/err"
   RC=$?
   ELAPSED=$(echo "$(date +%s.%N) - $t0" | bc)
-  ERR=$(cat "$TMP/err")
-  OUT=$(cat "$TMP/out")
+  ERR=$(cat "$WORK/err")
+  OUT=$(cat "$WORK/out")
   echo "--- hang_probe $scenario on $np ranks $*: rc=$RC after ${ELAPSED}s; stderr:"
-  sed 's/^/    /' "$TMP/err"
+  sed 's/^/    /' "$WORK/err"
 }
 
 check() {  # check DESCRIPTION COMMAND...

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "ddp/ddp.h"
 #include "models.h"
 #include "runtime/check.h"
+#include "support/ddp_batches.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"
 
@@ -23,22 +23,6 @@ namespace {
 
 constexpr int kSteps = 20;
 constexpr int64_t kB = 4;  // per-rank batch
-
-struct Batches {
-  std::vector<at::Tensor> x, y;  // per step: the GLOBAL batch (world * per-rank rows)
-};
-
-Batches make_batches(int steps, int64_t rows, std::vector<int64_t> sample_shape, uint64_t seed) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  Batches b;
-  std::vector<int64_t> shape = {rows};
-  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-  for (int s = 0; s < steps; ++s) {
-    b.x.push_back(at::randn(shape, gen));
-    b.y.push_back(at::randint(0, 5, {rows}, gen));
-  }
-  return b;
-}
 
 template <class Model>
 Model seeded(uint64_t seed) {
@@ -66,21 +50,9 @@ template <class Model>
 void train_ddp(Model& m, const Batches& data, double cap_mb, int micro = 1) {
   DistributedDataParallel ddp(m.ptr(), cpu_comm(), DdpOptions{cap_mb});
   auto opt = sgd(*m);
-  int n = world().size(), r = world().rank();
   for (size_t s = 0; s < data.x.size(); ++s) {
     ddp.zero_grad();
-    int64_t rows = data.x[s].size(0) / n;
-    at::Tensor x = data.x[s].narrow(0, r * rows, rows), y = data.y[s].narrow(0, r * rows, rows);
-    int64_t mb = rows / micro;
-    for (int k = 0; k < micro; ++k) {
-      at::Tensor loss = at::cross_entropy_loss(m->forward(x.narrow(0, k * mb, mb)), y.narrow(0, k * mb, mb)) / micro;
-      if (k + 1 < micro) {
-        auto guard = ddp.no_sync();
-        ddp.backward(loss);
-      } else {
-        ddp.backward(loss);
-      }
-    }
+    ddp_backward(ddp, m, data.x[s], data.y[s], world().rank(), world().size(), micro);
     opt.step();
   }
 }

@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
 #include "ddp/ddp.h"
 #include "models.h"
+#include "support/ddp_batches.h"
 #include "support/recording_comm.h"
 #include "support/test_world.h"
 #include "optim/optim.h"
@@ -58,22 +58,10 @@ double worst_rel_norm(torch::nn::Module& a, torch::nn::Module& b) {
   return worst;
 }
 
-struct Data {
-  std::vector<at::Tensor> x, y;
-};
-
-Data make_data(int64_t rows) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(21);
-  Data d;
-  for (int s = 0; s < kSteps; ++s) {
-    d.x.push_back(at::randn({rows, 20}, gen));
-    d.y.push_back(at::randint(0, 5, {rows}, gen));
-  }
-  return d;
-}
+Batches make_data(int64_t rows) { return make_batches(kSteps, rows, {20}, 21); }
 
 // The reference: one process, the whole global batch, torch::optim.
-void train_reference(TinyMlp& m, const Data& d, const Case& c) {
+void train_reference(TinyMlp& m, const Batches& d, const Case& c) {
   auto opt = torch_opt(c, m->parameters());
   for (int s = 0; s < kSteps; ++s) {
     opt->zero_grad();
@@ -83,27 +71,16 @@ void train_reference(TinyMlp& m, const Data& d, const Case& c) {
   }
 }
 
-void train_zero(TinyMlp& m, const Data& d, const Case& c, Communicator& comm) {
+void train_zero(TinyMlp& m, const Batches& d, const Case& c, Communicator& comm) {
   DdpOptions o;
   o.bucket_cap_mb = c.cap_mb;
   o.first_bucket_mb = std::min(1.0, c.cap_mb);
   o.zero = true;
   DistributedDataParallel ddp(m.ptr(), comm, o);
   ShardedOptimizer opt(sharded_opts(c), ddp.param_blocks(), ddp.grad_blocks());
-  int n = comm.size(), r = comm.rank();
   for (int s = 0; s < kSteps; ++s) {
     ddp.zero_grad();
-    int64_t rows = d.x[s].size(0) / n, mb = rows / c.micro;
-    at::Tensor x = d.x[s].narrow(0, r * rows, rows), y = d.y[s].narrow(0, r * rows, rows);
-    for (int k = 0; k < c.micro; ++k) {
-      at::Tensor loss = at::cross_entropy_loss(m->forward(x.narrow(0, k * mb, mb)), y.narrow(0, k * mb, mb)) / c.micro;
-      if (k + 1 < c.micro) {
-        auto guard = ddp.no_sync();
-        ddp.backward(loss);
-      } else {
-        ddp.backward(loss);
-      }
-    }
+    ddp_backward(ddp, m, d.x[s], d.y[s], comm.rank(), comm.size(), c.micro);
     if (c.clip > 0) clip_grad_norm_sharded(ddp.grad_blocks(), c.clip, comm);
     opt.step();
     ddp.allgather_params();
@@ -112,7 +89,7 @@ void train_zero(TinyMlp& m, const Data& d, const Case& c, Communicator& comm) {
 
 void check(const Case& c) {
   int n = world().size();
-  Data d = make_data(n * kB * c.micro);
+  Batches d = make_data(n * kB * c.micro);
   torch::manual_seed(40);
   TinyMlp ref(20, 33, 5);  // 33 hidden: bucket sizes not multiples of 2 or 4 (padding)
   train_reference(ref, d, c);
@@ -135,7 +112,7 @@ TEST(Zero1, GradAccumulationWithNoSync) { check({"adamw", 0, 3}); }
 TEST(Zero1, BucketsGoInPlanOrderAndTheFallbacksAgree) {
   int n = world().size();
   Case c{"adamw"};
-  Data d = make_data(n * kB);
+  Batches d = make_data(n * kB);
   torch::manual_seed(40);
   TinyMlp ref(20, 33, 5);
   train_reference(ref, d, c);

@@ -102,7 +102,7 @@ TEST(Fixture, DISABLED_WriteSampleCheckpoint) {
   ckpt::write_checkpoint_sync(o, 400, s, 2);
 }
 
-// Not a test: the timed half of perf/ckpt_bench.py's synthetic row. Writes
+// Not a test: the timed half of perf/ckpt/ckpt_bench.py's synthetic row. Writes
 // $HPCTRAIN_CKPT_BENCH_MB MiB of float32 (64 MiB tensors, default 512 MiB shards) synchronously
 // into $HPCTRAIN_CKPT_FIXTURE_DIR, as write_checkpoint_sync does, timing its phases, and prints
 // one JSON line: bytes, seconds (the whole write), and where they went: write_s (shard files:
