@@ -9,6 +9,7 @@
 #include "ckpt/resolve.h"
 #include "ckpt/verify.h"
 #include "cli/commands.h"
+#include "train/hf_export.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
@@ -72,12 +73,18 @@ void add(CLI::App& root, Action& chosen) {
       ->type_name("{fp16,bf16}");
   mrg->add_option("--format", opts->format,
                   "overrides an unknown extension; must agree with a known one "
-                  "(torchscript: the LibTorch module archive for torch::load in C++)")
-      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript"}))
-      ->type_name("{h5,pt,safetensors,torchscript}");
+                  "(torchscript: the LibTorch module archive for torch::load in C++; hf: --out is a directory "
+                  "for transformers' GPT2LMHeadModel.from_pretrained, --model gpt checkpoints only)")
+      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript", "hf"}))
+      ->type_name("{h5,pt,safetensors,torchscript,hf}");
   mrg->callback([&chosen, path, out, opts] {
     chosen = [path, out, opts](World& w) {
       return on_rank0(w, "merge", [&] {
+        if (opts->format == "hf") {
+          if (opts->full) throw Error("--full (optimizer and trainer state) needs an .h5 output, not --format hf");
+          std::printf("wrote %s (hf, %zu tensors)\n", out->c_str(), export_hf_gpt2(*path, *out, opts->dtype));
+          return;
+        }
         ckpt::MergeReport r = ckpt::merge_checkpoint(*path, *out, *opts);
         if (!r.kept.empty()) {
           std::string list;
