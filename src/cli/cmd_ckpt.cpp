@@ -63,7 +63,7 @@ void add(CLI::App& root, Action& chosen) {
   auto out = std::make_shared<std::string>();
   auto opts = std::make_shared<ckpt::MergeOptions>();
   mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
-  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")
+  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors (a directory with --format hf)")
       ->required()
       ->type_name("FILE");
   mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (.h5 only); a switch");

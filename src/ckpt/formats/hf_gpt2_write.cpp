@@ -105,7 +105,8 @@ size_t write_hf_gpt2(const std::string& step_dir, const std::string& out_dir, co
   h.append((8 - h.size() % 8) % 8, ' ');
   const uint64_t base = 8 + h.size();
 
-  const fs::path out(out_dir);
+  fs::path out = fs::path(out_dir).lexically_normal();
+  if (!out.has_filename()) out = out.parent_path();  // "DIR/"
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw Error("--out " + out_dir + " exists and is not a directory");
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
