@@ -7,7 +7,8 @@
   hf_gpt2_check.py make DIR VOCAB SEQ_LEN SEED BAD   a tiny GPT-2 (gelu, 2 layers, n_embd 32, 4
       heads) with every parameter random and non-zero (biases and LayerNorms too),
       save_pretrained(DIR); and its bad-input variants under BAD: llama/ (model_type), missing/
-      (a tensor removed), gelu_new/ (GPT-2's tanh GELU)
+      (a tensor removed), gelu_new/ (GPT-2's tanh GELU); and legacy/, the same weights as older
+      GPT-2 files hold them (pytorch_model.bin, no "transformer." prefix, mask buffers, lm_head)
   hf_gpt2_check.py same DIR FILE.safetensors...   each FILE's tensors equal DIR's bitwise (in our
       layout, Conv1D weights transposed; a FILE named model.safetensors is in GPT-2's), exit 1 otherwise
 """
@@ -93,6 +94,18 @@ def bad(d, out):
     for name, change in (("llama", {"model_type": "llama"}), ("gelu_new", {"activation_function": "gelu_new"})):
         shutil.copytree(d, os.path.join(out, name))
         json.dump({**cfg, **change}, open(os.path.join(out, name, "config.json"), "w"))
+    # As older GPT-2 files look (the hub's original gpt2): pytorch_model.bin, GPT2Model's names
+    # without "transformer.", the attention-mask buffers, and lm_head.weight saved beside wte.
+    legacy = os.path.join(out, "legacy")
+    os.makedirs(legacy)
+    shutil.copy(os.path.join(d, "config.json"), legacy)
+    sd = {k.removeprefix("transformer."): v for k, v in load_file(os.path.join(d, "model.safetensors")).items()}
+    T = cfg["n_positions"]
+    for i in range(cfg["n_layer"]):
+        sd[f"h.{i}.attn.bias"] = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
+        sd[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    sd["lm_head.weight"] = sd["wte.weight"].clone()
+    torch.save(sd, os.path.join(legacy, "pytorch_model.bin"))
     shutil.copytree(d, os.path.join(out, "missing"))
     sd = load_file(os.path.join(d, "model.safetensors"))
     del sd["transformer.h.1.mlp.c_fc.weight"]

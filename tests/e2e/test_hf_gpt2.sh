@@ -59,6 +59,9 @@ ok "hpctrain eval reads the exported directory back: the same test loss exactly"
 ref=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['test_loss'])" "$WORK/ref.json")
 run_np 1 eval --ckpt "$WORK/gpt2" --data "$D" >"$WORK/eval-gpt2.txt" 2>&1 || { tail "$WORK/eval-gpt2.txt"; fail "eval gpt2"; }
 close "hpctrain eval of transformers' GPT-2" "$(loss_of "$WORK/eval-gpt2.txt")" "$ref"
+run_np 1 eval --ckpt "$WORK/bad/legacy" --data "$D" >"$WORK/eval-legacy.txt" 2>&1 || { tail "$WORK/eval-legacy.txt"; fail "eval legacy"; }
+[ "$(loss_of "$WORK/eval-legacy.txt")" = "$(loss_of "$WORK/eval-gpt2.txt")" ] || fail "the legacy layout gives another loss"
+ok "hpctrain eval of transformers' GPT-2: $(loss_of "$WORK/eval-gpt2.txt") (transformers: $ref); the same from its legacy layout (pytorch_model.bin, no prefix, masks, lm_head)"
 tiny=(--model gpt --seq-len $T --data "$D" --batch-size 8 --optimizer sgd --momentum 0 --weight-decay 0 --lr 1e-30
   --log-every 1000)
 for run in "1 0 --model-config n_layer=2,n_head=4,n_embd=32" "2 1"; do
