@@ -98,11 +98,15 @@ elif [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
   fi
   # Python-side test packages in the pinned wheel's Python: h5py loads merged checkpoints back
   # into Python modules (TorchScript tests); tensorboard reads our event files
-  # (EventAccumulator); safetensors loads `ckpt merge --out x.safetensors`.
+  # (EventAccumulator); safetensors loads `ckpt merge --out x.safetensors`; transformers (pinned)
+  # loads `ckpt merge --format hf` and saves the GPT-2 that `train --init-from` reads.
   for pkg in h5py tensorboard safetensors; do
     "$VENV/bin/python" -c "import $pkg" 2>/dev/null ||
       "$VENV/bin/pip" install -q --disable-pip-version-check "$pkg"
   done
+  HPCTRAIN_TRANSFORMERS=5.23.0
+  "$VENV/bin/python" -c "import transformers,sys; sys.exit(transformers.__version__ != '$HPCTRAIN_TRANSFORMERS')" 2>/dev/null ||
+    "$VENV/bin/pip" install -q --disable-pip-version-check "transformers==$HPCTRAIN_TRANSFORMERS"
   TORCH_PREFIX=$("$VENV/bin/python" -c "import torch.utils; print(torch.utils.cmake_prefix_path)")
   PY=$VENV/bin/python
 else

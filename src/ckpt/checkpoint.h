@@ -175,7 +175,9 @@ std::optional<std::string> find_resume(const std::string& dir, const std::string
 // Reads and verifies a checkpoint and maps every tensor to `device`: a step directory, root or
 // ROOT/latest (whole-file checksum of each shard, then each tensor's), or a merged .h5, .pt/.pth
 // or .safetensors from `ckpt merge` (each tensor against the checksum its metadata lists; a
-// .pt or .safetensors from elsewhere is read unchecked, with empty meta). Throws hpctrain::Error
+// .pt or .safetensors from elsewhere is read unchecked, with empty meta), or a Hugging Face GPT-2
+// directory (config.json + model.safetensors; read as a `--model gpt` checkpoint with the meta
+// eval and generate need, ckpt/formats/hf_gpt2.h). Throws hpctrain::Error
 // naming the file and tensor on any failure; its message never carries raw bytes from a file.
 CheckpointState read_checkpoint(const std::string& path, c10::Device device);
 

@@ -7,6 +7,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/dir_ops.h"
+#include "ckpt/formats/hf_gpt2.h"
 #include "ckpt/merged_file.h"
 #include "ckpt/resolve.h"
 #include "ckpt/verify.h"
@@ -18,7 +19,9 @@ namespace hpctrain::ckpt {
 CheckpointState read_impl(const std::string& path, c10::Device device) {
   CheckpointState st;
   const MergedFileFormat* format = is_merged_file(path) ? merged_file_format(merged_format_of(path)) : nullptr;
-  if (format) {
+  if (is_hf_dir(path)) {
+    st = read_hf_gpt2_dir(path);  // a Hugging Face GPT-2 directory, as a --model gpt checkpoint
+  } else if (format) {
     st = format->read(path);
   } else {
     Manifest m = verify_checkpoint(resolve_checkpoint_path(path), [&](const TensorEntry& e, at::Tensor t) {

@@ -9,6 +9,7 @@
 #include "ckpt/resolve.h"
 #include "ckpt/verify.h"
 #include "cli/commands.h"
+#include "train/hf_export.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
@@ -62,7 +63,7 @@ void add(CLI::App& root, Action& chosen) {
   auto out = std::make_shared<std::string>();
   auto opts = std::make_shared<ckpt::MergeOptions>();
   mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
-  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors")
+  mrg->add_option("--out", *out, "output file; its extension picks the format: .h5/.hdf5, .pt/.pth, .safetensors (a directory with --format hf)")
       ->required()
       ->type_name("FILE");
   mrg->add_flag("--full", opts->full, "also the optim/ and state/ groups (.h5 only); a switch");
@@ -72,12 +73,18 @@ void add(CLI::App& root, Action& chosen) {
       ->type_name("{fp16,bf16}");
   mrg->add_option("--format", opts->format,
                   "overrides an unknown extension; must agree with a known one "
-                  "(torchscript: the LibTorch module archive for torch::load in C++)")
-      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript"}))
-      ->type_name("{h5,pt,safetensors,torchscript}");
+                  "(torchscript: the LibTorch module archive for torch::load in C++; hf: --out is a directory "
+                  "for transformers' GPT2LMHeadModel.from_pretrained, --model gpt checkpoints only)")
+      ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript", "hf"}))
+      ->type_name("{h5,pt,safetensors,torchscript,hf}");
   mrg->callback([&chosen, path, out, opts] {
     chosen = [path, out, opts](World& w) {
       return on_rank0(w, "merge", [&] {
+        if (opts->format == "hf") {
+          if (opts->full) throw Error("--full (optimizer and trainer state) needs an .h5 output, not --format hf");
+          std::printf("wrote %s (hf, %zu tensors)\n", out->c_str(), export_hf_gpt2(*path, *out, opts->dtype));
+          return;
+        }
         ckpt::MergeReport r = ckpt::merge_checkpoint(*path, *out, *opts);
         if (!r.kept.empty()) {
           std::string list;

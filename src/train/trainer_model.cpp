@@ -18,6 +18,7 @@
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
+#include "train/init_from.h"
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
@@ -88,6 +89,7 @@ void Trainer::State::build_model() {
       }
     } else if (model_entry.origin.empty())
       model_entry.origin = "program";
+    cfg.model_config = init_model_config(cfg);  // a Hugging Face --init-from may supply it
     const auto& info = train->info();
     ModelSpec spec;
     spec.name = cfg.model;
@@ -124,6 +126,7 @@ void Trainer::State::build_model() {
         throw CollectiveError("model " + cfg.model + ": tensor " + name + " is on " + t.device().str() + " after to(" +
                               device.str() + "); the run's device is " + device.str() +
                               " (every parameter and buffer must move with Model::to)");
+    init_model_weights(cfg, *model, device, world.rank() == 0);  // --init-from, unless --resume wins
     loss = std::make_unique<Loss>(cfg.loss, info.num_classes);
   });
   DdpOptions dopts;
