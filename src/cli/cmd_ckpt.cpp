@@ -9,7 +9,7 @@
 #include "ckpt/resolve.h"
 #include "ckpt/verify.h"
 #include "cli/commands.h"
-#include "train/hf_export.h"
+#include "eval/hf_export.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"

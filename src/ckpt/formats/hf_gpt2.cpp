@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "ckpt/safetensors.h"
-#include "ckpt/state_dict_pt.h"
+#include "ckpt/formats/safetensors.h"
+#include "ckpt/formats/state_dict_pt.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
 

@@ -1,6 +1,6 @@
 // Hugging Face GPT-2 directories (`transformers`' GPT2LMHeadModel: DIR/config.json and
 // DIR/model.safetensors) <-> `--model gpt` checkpoints, internal to src/ckpt (the trainer and
-// the CLI reach it through read_checkpoint, train/init_from.h and train/hf_export.h).
+// the CLI reach it through read_checkpoint, train/init_from.h and eval/hf_export.h).
 //
 // Contract (the mapping, checked against transformers 5.23):
 // - Names: ours are GPT-2's (transformer.wte.weight, transformer.h.<i>.attn.c_attn.weight, ...).

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "ckpt/formats/hf_gpt2.h"
-#include "ckpt/safetensors.h"
+#include "ckpt/formats/safetensors.h"
 #include "support/ckpt_test_util.h"
 
 using namespace hpctrain;

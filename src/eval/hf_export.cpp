@@ -1,5 +1,5 @@
 // export_hf_gpt2: manifest metadata -> GptOptions -> ckpt::write_hf_gpt2.
-#include "train/hf_export.h"
+#include "eval/hf_export.h"
 
 #include "ckpt/formats/hf_gpt2.h"
 #include "ckpt/manifest.h"
