@@ -52,10 +52,12 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(double, momentum, 0.9, "", "", 0, 1, false, "SGD momentum") \
   X(bool, nesterov, false, "", "", kNoMin, kNoMax, false, "Nesterov momentum (SGD)") \
   X(double, weight_decay, 5e-4, "", "", 0, 1e6, false, "weight decay") \
-  X(std::string, schedule, "cosine", "", "constant|cosine|step", kNoMin, kNoMax, false, "LR schedule after warmup") \
+  X(std::string, schedule, "cosine", "", "constant|cosine|step|wsd", kNoMin, kNoMax, false, "LR schedule after warmup (wsd: warmup-stable-decay, linear decay over the last --decay-frac of the steps)") \
   X(int64_t, warmup_steps, 0, "", "", 0, 1e12, false, "linear warmup steps") \
   X(int64_t, step_size, 1000, "", "", 1, 1e12, false, "steps between decays (schedule=step)") \
   X(double, gamma, 0.1, "", "", 0, 1, true, "decay factor (schedule=step)") \
+  X(double, decay_frac, 0.2, "", "", 0, 1, true, "schedule=wsd: the fraction of all steps, at the end, over which the lr falls linearly to --min-lr") \
+  X(double, min_lr, 0, "", "", 0, 1e6, false, "the lr that schedule=cosine and schedule=wsd end at") \
   X(int64_t, lr_ref_batch, 0, "", "", 0, 1e12, false, "linear scaling rule: lr x global batch / this (0: off)") \
   X(double, clip_grad_norm, 0, "", "", 0, 1e12, false, "clip gradients to this global norm (0: off)") \
   X(int64_t, grad_accum, 1, "", "", 1, 1e6, false, "micro-batches per optimizer step (must divide --batch-size)") \
