@@ -54,7 +54,11 @@ namespace hpctrain {
 void add_token_metrics(nlohmann::json& rec, const EvalResult& r, const DatasetInfo& info) {
   if (!info.tokens) return;
   rec["test_ppl"] = std::exp(r.loss);
-  if (info.tokenizer == "bytes") rec["bits_per_byte"] = r.loss / std::log(2.0);
+  if (info.tokenizer == "bytes") {
+    rec["bits_per_byte"] = r.loss / std::log(2.0);
+  } else if (info.text_bytes > 0) {  // nats per token x tokens per byte of the split's text
+    rec["bits_per_byte"] = r.loss / std::log(2.0) * double(info.token_count) / double(info.text_bytes);
+  }
 }
 
 }  // namespace hpctrain

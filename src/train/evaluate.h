@@ -32,7 +32,9 @@ using Forward = std::function<at::Tensor(const at::Tensor&)>;
 EvalResult evaluate(Model& model, const Forward& forward, const Loss& loss, Loader& loader, Communicator& comm);
 
 // Token data: adds test_ppl = exp(test loss) and, with the "bytes" tokenizer (one token per
-// byte), bits_per_byte = test loss / ln 2 to `rec`. Nothing for other data.
+// byte), bits_per_byte = test loss / ln 2 to `rec`; with another tokenizer whose files record
+// text_bytes, bits_per_byte = test loss / ln 2 x tokens / text_bytes of the test split (the mean
+// loss per token over the split's tokens per byte of its text). Nothing for other data.
 void add_token_metrics(nlohmann::json& rec, const EvalResult& r, const DatasetInfo& info);
 
 }  // namespace hpctrain

@@ -36,6 +36,7 @@
 #include "train/amp.h"
 #include "train/device_check.h"
 #include "train/evaluate.h"
+#include "train/nanogpt_meta.h"
 #include "train/optim.h"
 #include "train/preempt.h"
 #include "train/step_boundary.h"
@@ -98,6 +99,7 @@ void Trainer::State::setup() {
   eo.augment = false;
   // Every rank validates the same files: a bad one is reported once, by rank 0.
   agree_on_failure(world.mpi_comm(), [&] {
+    lo.vocab_size = eo.vocab_size = nanogpt_vocab_size(cfg.data, cfg.vocab_size);
     train = std::make_unique<Loader>(split_files(cfg.data, "train"), world.size(), world.rank(), lo);
     test = std::make_unique<Loader>(split_files(cfg.data, "test"), world.size(), world.rank(), eo);
     const DatasetInfo &a = train->info(), &b = test->info();
@@ -127,6 +129,7 @@ void Trainer::State::setup() {
   double base_lr = scaled_lr(cfg, global_batch);
   opt = make_train_optimizer(cfg, *model, *ddp, *comm, base_lr);
   sched = std::make_unique<LrSchedule>(cfg, base_lr, total_steps);
+  mfu = setup_mfu(*model, cfg, dev, train->info().tokens, *comm);
   scaler = LossScaler(cfg.amp == "fp16");
 
   rep = std::make_unique<Reporter>(world.rank() == 0);
@@ -268,6 +271,7 @@ void Trainer::State::log_interval(int64_t epoch) {
   if (train->info().tokens) {
     p.tokens_per_s = iv.samples_per_s * static_cast<double>(train->info().seq_len);
     rec["tokens_per_s"] = p.tokens_per_s;
+    if (mfu.on()) rec["mfu"] = p.mfu = mfu.mfu(p.tokens_per_s);
   }
   straggler->annotate(iv.ranks, p.note, rec);
   rep->progress(p);
@@ -375,6 +379,7 @@ nlohmann::json Trainer::run() {
                             {"restarts", s.restart.is_object() ? s.restart.value("restart", 0) : 0}};
   if (s.train->info().tokens) {
     summary["tokens_per_s"] = summary["samples_per_s"].get<double>() * static_cast<double>(s.train->info().seq_len);
+    if (s.mfu.on()) summary["mfu"] = s.mfu.mfu(summary["tokens_per_s"].get<double>());
     add_token_metrics(summary, last_eval, s.test->info());
   }
   if (s.step == first_step) {
@@ -382,6 +387,7 @@ nlohmann::json Trainer::run() {
     summary["nothing_to_train"] = true;
     summary["samples_per_s"] = nullptr;
     if (summary.contains("tokens_per_s")) summary["tokens_per_s"] = nullptr;
+    if (summary.contains("mfu")) summary["mfu"] = nullptr;
     summary["train_loss"] = nullptr;
   }
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());

@@ -45,6 +45,7 @@ void Trainer::State::report_start(double base_lr) {
                   inf.tokenizer.empty() ? "" : (", tokenizer " + inf.tokenizer).c_str(),
                   (long long)(global_batch * inf.seq_len));
     rep->message(buf);
+    rep->message("hpctrain train: " + mfu.describe());
   }
 }
 

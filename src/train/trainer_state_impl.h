@@ -25,6 +25,7 @@
 #include "train/checkpoint_session.h"
 #include "train/evaluate.h"
 #include "train/loss.h"
+#include "train/mfu.h"
 #include "train/optim.h"
 #include "train/train_optimizer.h"
 #include "train/trainer.h"
@@ -50,6 +51,7 @@ struct Trainer::State {
   std::vector<at::Tensor> params;
   std::unique_ptr<TrainOptimizer> opt;
   std::unique_ptr<LrSchedule> sched;
+  MfuMeter mfu;
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
   std::unique_ptr<CheckpointSession> ckpt;
