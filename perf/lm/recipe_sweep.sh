@@ -4,11 +4,13 @@
 # is converted: total nats / bytes of text, from the data's text_bytes; hpctrain's bits_per_byte).
 #
 #   perf/lm/recipe_sweep.sh [--budget S] [--np N] [--out DIR] [--corpus DIR_OR_FILE] [--only a,b]
+#                           [--bpe-vocab V]
 #     --budget   wall seconds per setting (default 1200, the recipe's 20 minutes)
 #     --np       ranks (default 2)
 #     --out      results: DIR/<setting>.{txt,jsonl}, DIR/table.md (default perf/results/lm_sweep)
 #     --corpus   text to train on (default /usr/share/games/fortunes, Debian's fortunes)
 #     --only     run only these settings (comma-separated names from the list below)
+#     --bpe-vocab  the BPE model's pieces (default 2048; a small corpus needs fewer)
 #
 # Settings (the README recipe is `base`: L4 E128 T128, batch 16 per rank, AdamW 3e-3, cosine):
 #   base      L4 E128, T128, b16, lr 3e-3, cosine, bytes
@@ -17,7 +19,7 @@
 #   seq256    T256 at b8 (the same tokens per step)
 #   b32lr6    b32, lr 6e-3 (twice the tokens per step, the lr scaled along)
 #   wsd       base with --schedule wsd --decay-frac 0.2 instead of cosine
-#   bpe       base on a SentencePiece BPE model (vocab 2048, trained here on the train text with
+#   bpe       base on a SentencePiece BPE model (2048 pieces, trained here on the train text with
 #             identity normalization, so the text round-trips) instead of bytes
 #
 # The budget: each setting first runs 20 steps to measure its step time and its fixed cost
@@ -28,7 +30,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${HPCTRAIN_BIN:-$here/build/hpctrain}
-BUDGET=1200 NP=2 OUT=$here/perf/results/lm_sweep CORPUS=/usr/share/games/fortunes ONLY=""
+BUDGET=1200 NP=2 OUT=$here/perf/results/lm_sweep CORPUS=/usr/share/games/fortunes ONLY="" BPE_VOCAB=2048
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) BUDGET=$2; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --corpus) CORPUS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --bpe-vocab) BPE_VOCAB=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "recipe_sweep.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -54,10 +57,10 @@ if [ ! -f "$OUT/data/bpe/train.h5" ]; then
   /usr/bin/python3 -c "
 import h5py, sys
 open(sys.argv[2], 'wb').write(h5py.File(sys.argv[1], 'r')['tokens'][()].tobytes())" "$OUT/data/bytes/train.h5" "$OUT/data/train.txt"
-  spm_train --input="$OUT/data/train.txt" --model_prefix="$OUT/data/bpe2048" --vocab_size=2048 --model_type=bpe \
+  spm_train --input="$OUT/data/train.txt" --model_prefix="$OUT/data/bpe" --vocab_size="$BPE_VOCAB" --model_type=bpe \
     --character_coverage=1.0 --byte_fallback=true --normalization_rule_name=identity --remove_extra_whitespaces=false \
     --input_sentence_size=2000000 --shuffle_input_sentence=true --max_sentence_length=100000 >"$OUT/data/spm.log" 2>&1
-  run data text --out "$OUT/data/bpe" --test-fraction 0.1 --tokenizer "$OUT/data/bpe2048.model" "$CORPUS" >"$OUT/data/bpe.txt"
+  run data text --out "$OUT/data/bpe" --test-fraction 0.1 --tokenizer "$OUT/data/bpe.model" "$CORPUS" >"$OUT/data/bpe.txt"
 fi
 
 common=(--optimizer adamw --weight-decay 0.1 --clip-grad-norm 1.0 --epochs 1000 --seed 1)

@@ -91,8 +91,8 @@ void add(CLI::App& root, Action& chosen) {
         TextTokensReport r = write_text_tokens(ta->inputs, ta->out, ta->test_fraction, tok);
         std::string msg = "wrote " + ta->out + "/train.h5 (" + std::to_string(r.train_tokens) + " tokens) and " +
                           ta->out + "/test.h5 (" + std::to_string(r.test_tokens) + " tokens) from " +
-                          std::to_string(r.files) + " text file(s) (" + std::to_string(r.train_bytes + r.test_bytes) +
-                          " bytes), tokenizer " + tok.describe(ta->tokenizer);
+                          std::to_string(r.files) + " text file(s), tokenizer " + tok.describe(ta->tokenizer) + ", " +
+                          std::to_string(r.train_bytes + r.test_bytes) + " bytes of text";
         if (tok.name() != "bytes")
           msg += r.first_changed_line ? "; the model's normalization changes the text (first at train line " +
                                             std::to_string(r.first_changed_line) +

@@ -31,7 +31,7 @@ for m in bpe uni lossy; do
     fail "data text --tokenizer $m.model"
 done
 for m in bpe uni; do
-  grep -q "tokenizer sentencepiece (.*$m.model: 400 pieces + the newline id 400), vocab_size 401; decode(encode(text)) == text" \
+  grep -q "tokenizer sentencepiece (.*$m.model: 400 pieces + the newline id 400), vocab_size 401, 35[0-9]* bytes of text; decode(encode(text)) == text" \
     "$WORK/data_$m.txt" || { cat "$WORK/data_$m.txt"; fail "$m: no exact round trip reported"; }
 done
 grep -q "the model's normalization changes the text (first at train line [0-9]*" "$WORK/data_lossy.txt" ||
