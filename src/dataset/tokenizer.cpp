@@ -72,7 +72,12 @@ Tokenizer Tokenizer::sentencepiece(const std::string& model, const std::string& 
   auto m = std::make_shared<Model>();
   std::string error;
   m->sp = api.load(&model, &error);
-  if (!m->sp) throw Error(label + " is not a SentencePiece model (" + error + ")");
+  if (!m->sp) {
+    // The library's own text names its source line; the cause in words is enough here.
+    if (error.find("ParseFromArray") != std::string::npos) error = "it does not parse as a serialized ModelProto";
+    while (!error.empty() && error.back() == ' ') error.pop_back();
+    throw Error(label + " is not a SentencePiece model (" + error + ")");
+  }
   if (api.pieces(m->sp) < 1) throw Error(label + " is not a SentencePiece model (it has no pieces)");
   Tokenizer t;
   t.name_ = "sentencepiece";
