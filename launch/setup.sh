@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for hpctrain on Debian 12 (run as root, or with sudo available):
-#   1. Debian packages (MPI, HDF5, GoogleTest, CLI11, json, toml++, xxhash, protobuf, ccache, data sets)
+#   1. Debian packages (MPI, HDF5, GoogleTest, CLI11, json, toml++, xxhash, protobuf, SentencePiece,
+#      ccache, data sets)
 #   2. the pinned LibTorch (PyPI torch wheel) and tensorboard (for tests) in a venv outside the
 #      checkout, reused by clones/CI
 #   3. configure + build into ./build
@@ -72,6 +73,7 @@ APT_PKGS=(build-essential cmake ninja-build ccache pkg-config git
   strace  # tests/e2e/test_ckpt_fsync.sh counts a checkpoint's fsyncs from outside
   dataset-fashion-mnist
   fortunes  # data/prepare.sh's English text corpus for language models (data/fortunes)
+  libsentencepiece-dev sentencepiece  # `data text --tokenizer M.model`; spm_train makes the tests' models
   slurmctld slurmd slurm-client munge  # for the Slurm e2e tests' throwaway localhost cluster
   iproute2 procps iputils-ping)  # ip/tc and ping for tests/cluster's network-namespace hosts; pgrep for launch/local.sh
 missing=()

@@ -64,28 +64,41 @@ void add(CLI::App& root, Action& chosen) {
     };
   });
 
-  auto* tx = d->add_subcommand("text", "UTF-8 text files as byte tokens (vocab 256) for language models");
+  auto* tx = d->add_subcommand("text", "UTF-8 text files as token streams (bytes or SentencePiece) for language models");
   struct TextArgs {
     std::string out;
     double test_fraction = 0.1;
+    std::string tokenizer = "bytes";
     std::vector<std::string> inputs;
   };
   auto ta = std::make_shared<TextArgs>();
-  tx->add_option("--out", ta->out, "output directory (train.h5, test.h5: tokens uint8, vocab_size 256)")
+  tx->add_option("--out", ta->out, "output directory (train.h5, test.h5: token ids, vocab_size, the tokenizer)")
       ->required()
       ->type_name("DIR");
   tx->add_option("--test-fraction", ta->test_fraction, "the last fraction of each file that goes to test.h5")
       ->type_name("FLOAT");
+  tx->add_option("--tokenizer", ta->tokenizer,
+                 "bytes (vocab 256), or a SentencePiece model file (spm_train; stored with the data; each newline "
+                 "becomes one extra id, vocab_size = pieces + 1)")
+      ->type_name("bytes|M.model");
   tx->add_option("inputs", ta->inputs, "text files, or directories of them (binary files are skipped)")
       ->required()
       ->type_name("FILE_OR_DIR");
   tx->callback([&chosen, ta] {
     chosen = [ta](World& w) {
       return on_rank0(w, [&] {
-        TextTokensReport r = write_text_tokens(ta->inputs, ta->out, ta->test_fraction);
+        const Tokenizer tok = Tokenizer::from_flag(ta->tokenizer);  // before anything is read or written
+        TextTokensReport r = write_text_tokens(ta->inputs, ta->out, ta->test_fraction, tok);
         std::string msg = "wrote " + ta->out + "/train.h5 (" + std::to_string(r.train_tokens) + " tokens) and " +
                           ta->out + "/test.h5 (" + std::to_string(r.test_tokens) + " tokens) from " +
-                          std::to_string(r.files) + " text file(s), tokenizer bytes, vocab_size 256";
+                          std::to_string(r.files) + " text file(s), tokenizer " + tok.describe(ta->tokenizer) + ", " +
+                          std::to_string(r.train_bytes + r.test_bytes) + " bytes of text";
+        if (tok.name() != "bytes")
+          msg += r.first_changed_line ? "; the model's normalization changes the text (first at train line " +
+                                            std::to_string(r.first_changed_line) +
+                                            "; spm_train --normalization_rule_name=identity "
+                                            "--remove_extra_whitespaces=false keeps it exact)"
+                                      : "; decode(encode(text)) == text";
         if (!r.skipped.empty()) msg += "; skipped " + std::to_string(r.skipped.size()) + " (" + r.skipped[0] + ", ...)";
         return msg;
       });

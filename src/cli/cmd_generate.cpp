@@ -1,7 +1,8 @@
 // `hpctrain generate --ckpt CK --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
 // [--seed S] [--prompt-tokens 1,2,3] [--json]`: text from a language-model checkpoint
-// (eval/generate.h), computed on rank 0. Prints the prompt followed by the sampled text (bytes
-// tokenizer) or the ids (other tokenizers); --json prints one JSON object instead.
+// (eval/generate.h), computed on rank 0. Prints the prompt followed by the sampled text, decoded
+// with the checkpoint's tokenizer (bytes or SentencePiece), or the ids when the checkpoint has no
+// tokenizer to decode with; --json prints one JSON object instead.
 #include <cstdio>
 #include <memory>
 
@@ -27,9 +28,9 @@ int run(World& w, const Args& a) {
       nlohmann::json j = {{"ckpt", a.req.ckpt},       {"prompt_tokens", r.prompt},  {"tokens", r.generated},
                           {"tokenizer", r.tokenizer}, {"block_size", r.block_size}, {"temperature", a.req.temperature},
                           {"top_k", a.req.top_k},     {"seed", a.req.seed},         {"seconds", r.seconds}};
-      if (r.tokenizer == "bytes") j["text"] = r.text();  // invalid UTF-8 is replaced when dumped
+      if (r.codec) j["text"] = r.text();  // invalid UTF-8 is replaced when dumped
       std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else if (r.tokenizer == "bytes") {
+    } else if (r.codec) {
       std::string t = r.text();
       std::fwrite(t.data(), 1, t.size(), stdout);
       std::fputc('\n', stdout);
@@ -52,7 +53,7 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option("--ckpt", r.ckpt, "checkpoint step dir, root, ROOT/latest, or merged .h5 / .pt / .safetensors")
       ->required()
       ->type_name("PATH");
-  auto* text = cmd->add_option("--prompt", r.prompt, "prompt text (checkpoints trained on bytes)")->type_name("STRING");
+  auto* text = cmd->add_option("--prompt", r.prompt, "prompt text, encoded with the checkpoint's tokenizer (bytes or SentencePiece)")->type_name("STRING");
   cmd->add_option("--prompt-tokens", r.prompt_tokens, "prompt as token ids, comma-separated (any tokenizer)")
       ->delimiter(',')
       ->type_name("ID,...")

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "dataset/h5_dataset.h"
+#include "dataset/nanogpt_bin.h"
 #include "dataset/token_source.h"
 #include "runtime/check.h"
 
@@ -41,6 +42,13 @@ std::vector<std::string> split_files(const std::string& dir, const std::string& 
       if (std::regex_match(name, m, pat)) found.push_back(std::stoi(m[1]));
     }
   }
+  if (is_nanogpt_dir(dir)) {
+    const std::string bin = dir + "/" + (split == "test" ? "val" : split) + ".bin";
+    if (!found.empty() || fs::exists(single))
+      throw Error("data directory " + dir + " has both nanoGPT's train.bin and " + split +
+                  " .h5 files: keep one form");
+    return {bin};
+  }
   if (found.empty()) return {single};  // H5Dataset::open reports a missing file
   if (fs::exists(single))
     throw Error("data directory " + dir + " has both " + split + ".h5 and " + split + "-NNNNN.h5 files: keep one form");
@@ -57,8 +65,8 @@ std::vector<std::string> split_files(const std::string& dir, const std::string& 
 }
 
 DataSource::DataSource(const std::vector<std::string>& files, const DataSourceOptions& o) {
-  if (is_token_file(files.at(0))) {
-    tokens_ = std::make_unique<TokenSource>(files, o.seq_len, o.in_memory_max, o.lazy_tokens);
+  if (is_nanogpt_bin(files.at(0)) || is_token_file(files[0])) {
+    tokens_ = std::make_unique<TokenSource>(files, o.seq_len, o.in_memory_max, o.lazy_tokens, o.vocab_size);
     info_ = tokens_->info();
     return;
   }

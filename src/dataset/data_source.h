@@ -12,6 +12,10 @@
 // Token data: when the first file holds a `tokens` dataset the split is a token stream
 // (dataset/token_source.h) and needs seq_len; samples are windows, read with read_tokens().
 // seq_len with image files is an error naming the file.
+//
+// nanoGPT's layout (dataset/nanogpt_bin.h): a directory with train.bin has no .h5 splits;
+// split_files gives DIR/train.bin and, for "test", DIR/val.bin (both .h5 and .bin splits in one
+// directory is an error naming both). Those files are token streams of opts.vocab_size ids.
 #pragma once
 
 #include <memory>
@@ -25,7 +29,8 @@ namespace hpctrain {
 class H5Dataset;
 class TokenSource;
 
-// DIR/<split>.h5, or the numbered DIR/<split>-NNNNN.h5 files in order. Throws hpctrain::Error.
+// DIR/<split>.h5, or the numbered DIR/<split>-NNNNN.h5 files in order, or nanoGPT's
+// DIR/train.bin / DIR/val.bin. Throws hpctrain::Error.
 std::vector<std::string> split_files(const std::string& dir, const std::string& split);
 
 struct DataSourceOptions {
@@ -35,6 +40,7 @@ struct DataSourceOptions {
   int64_t in_memory_max = int64_t{512} << 20;  // bytes; see H5Dataset::open
   int64_t seq_len = 0;                         // token data: tokens per window (--seq-len)
   bool lazy_tokens = false;                    // token data: check ids per batch only (token_source.h)
+  int64_t vocab_size = 0;                      // nanoGPT .bin data: its vocabulary (nanogpt_bin.h)
 };
 
 class DataSource {

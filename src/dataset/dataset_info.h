@@ -31,6 +31,8 @@ struct DatasetInfo {
   int64_t seq_len = 0;
   int64_t token_count = 0;  // tokens in all files together
   std::string tokenizer;    // the files' `tokenizer` attribute ("bytes", ...), "" when absent
+  std::string tokenizer_model;  // the first file's serialized tokenizer model ("" when none)
+  int64_t text_bytes = 0;       // the files' text_bytes attributes summed (0 when any lacks one)
   int64_t target_numel() const;
   int64_t sample_numel() const;
 };

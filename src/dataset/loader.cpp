@@ -25,6 +25,7 @@ DataSourceOptions source_options(const LoaderOptions& o) {
   d.in_memory_max = o.in_memory_mb << 20;
   d.seq_len = o.seq_len;
   d.lazy_tokens = o.lazy_tokens;
+  d.vocab_size = o.vocab_size;
   return d;
 }
 }  // namespace

@@ -57,6 +57,7 @@ struct LoaderOptions {
   std::vector<float> mean, std;  // empty: the file's (training set's) values
   int64_t seq_len = 0;           // token data: tokens per window (dataset/token_source.h)
   bool lazy_tokens = false;      // token data: ids of a stream not read whole checked per batch only
+  int64_t vocab_size = 0;        // nanoGPT .bin data: its vocabulary (dataset/nanogpt_bin.h)
 };
 
 class Loader {

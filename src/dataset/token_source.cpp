@@ -11,6 +11,8 @@
 #include <type_traits>
 
 #include "dataset/h5_dataset.h"
+#include "dataset/nanogpt_bin.h"
+#include "dataset/prep/token_writer.h"
 #include "io/h5_util.h"
 #include "runtime/check.h"
 
@@ -21,6 +23,7 @@ struct TokenSource::File {
   h5::Handle file, tokens;
   int64_t length = 0, windows = 0, vocab = 0;
   std::vector<int32_t> cache;  // the whole stream, when it fits the budget
+  std::unique_ptr<MappedTokens> mapped;  // a nanoGPT .bin file (nanogpt_bin.h), never cached
   int64_t reserved = 0;
   ~File() {
     if (reserved) release_in_memory(reserved);
@@ -114,6 +117,19 @@ void check_stream(hid_t ds, int64_t length, int64_t vocab, const std::string& pa
 
 }  // namespace
 
+// A nanoGPT .bin file: mapped, its ids checked once unless lazy.
+void TokenSource::open_bin(File& f, int64_t vocab, bool lazy) {
+  if (vocab < 1 || vocab > INT32_MAX)
+    throw Error(f.path + ": a nanoGPT token file needs its vocabulary size: meta.pkl with vocab_size next to it, or "
+                         "--vocab-size N");
+  f.mapped = std::make_unique<MappedTokens>(f.path);
+  f.length = f.mapped->length();
+  f.vocab = vocab;
+  int64_t value = 0;
+  const int64_t pos = lazy ? -1 : f.mapped->first_bad_id(vocab, &value);
+  if (pos >= 0) throw Error(id_error(f.path, pos, value, vocab));
+}
+
 bool is_token_file(const std::string& path) {
   auto g = h5::lock();
   h5::silence_errors();
@@ -123,14 +139,21 @@ bool is_token_file(const std::string& path) {
   return f.valid() && H5Lexists(f.get(), "tokens", H5P_DEFAULT) > 0;
 }
 
-TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len, int64_t in_memory_max, bool lazy) {
+TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len, int64_t in_memory_max, bool lazy,
+                         int64_t bin_vocab) {
   if (seq_len < 1)
     throw Error(paths.at(0) + " holds a token stream: pass --seq-len T (the tokens per training window; TOML seq_len)");
   int64_t total_windows = 0, total_tokens = 0;
   for (const auto& path : paths) {
     auto f = std::make_unique<File>();
     f->path = path;
-    {
+    if (is_nanogpt_bin(path)) {
+      open_bin(*f, bin_vocab, lazy);
+      if (files_.empty()) {
+        info_.vocab_size = f->vocab;
+        info_.input_dtype = "uint16";
+      }
+    } else {
       auto g = h5::lock();
       h5::silence_errors();
       if (!std::filesystem::exists(path)) throw Error("data file " + path + " does not exist");
@@ -159,6 +182,9 @@ TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len,
         throw Error(path + ": vocab_size " + std::to_string(f->vocab) + " is out of range [1, 2147483647]");
       std::string tokenizer;
       h5::read_attr_string(f->file.get(), "tokenizer", &tokenizer);
+      int64_t text_bytes = 0;  // -1 in info_: some file has none
+      const bool known = h5::read_attr_int64(f->file.get(), "text_bytes", &text_bytes);
+      if (files_.empty() || info_.text_bytes >= 0) info_.text_bytes = known ? info_.text_bytes + text_bytes : -1;
       if (files_.empty()) {
         info_.vocab_size = f->vocab;
         info_.tokenizer = tokenizer;
@@ -176,7 +202,9 @@ TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len,
       throw Error("--seq-len " + std::to_string(seq_len) + " is larger than " + path + "'s stream of " +
                   std::to_string(f->length) + " tokens (a window needs seq_len + 1 tokens)");
     const int64_t bytes = 4 * f->length;
-    if (bytes <= in_memory_max && reserve_in_memory(bytes)) {
+    if (f->mapped) {
+      // read per batch from the mapping (checked at open unless lazy)
+    } else if (bytes <= in_memory_max && reserve_in_memory(bytes)) {
       f->reserved = bytes;
       f->cache.resize(size_t(f->length));
       std::vector<int64_t> chunk;
@@ -202,6 +230,8 @@ TokenSource::TokenSource(const std::vector<std::string>& paths, int64_t seq_len,
     files_.push_back(std::move(f));
   }
   info_.path = paths.at(0);
+  info_.text_bytes = std::max<int64_t>(info_.text_bytes, 0);
+  if (!info_.tokenizer.empty() && info_.tokenizer != "bytes") info_.tokenizer_model = read_tokenizer_model(paths[0]);
   info_.tokens = true;
   info_.seq_len = seq_len;
   info_.size = total_windows;
@@ -235,6 +265,18 @@ void TokenSource::read(const std::vector<int64_t>& sorted, int64_t* inputs, int6
       std::copy_n(w, t, inputs + slot * t);
       std::copy_n(w + 1, t, targets + slot * t);
     };
+    if (f.mapped) {
+      std::vector<int64_t> w(size_t(t + 1));
+      for (size_t i = 0; i < local.size(); ++i) {
+        const uint16_t* src = f.mapped->ids() + local[i] * t;
+        for (int64_t q = 0; q <= t; ++q) {
+          if (src[q] >= f.vocab) throw InputError(id_error(f.path, local[i] * t + q, src[q], f.vocab));
+          w[size_t(q)] = src[q];
+        }
+        put(first + i, w.data());
+      }
+      continue;
+    }
     if (!f.cache.empty()) {
       std::vector<int64_t> w(size_t(t + 1));
       for (size_t i = 0; i < local.size(); ++i) {

@@ -3,7 +3,9 @@
 //
 // File format (data/README.md): a 1-D integer dataset `tokens` (uint8, uint16, int32 or int64;
 // any integer type is read), the file attribute `vocab_size` (integer), and optionally the string
-// attribute `tokenizer` ("bytes" for UTF-8 bytes, vocab 256). One stream per file.
+// attribute `tokenizer` ("bytes" for UTF-8 bytes, vocab 256; "sentencepiece" with the model in the
+// byte dataset `tokenizer_model`, read into DatasetInfo::tokenizer_model from the first file) and
+// `text_bytes` (summed into DatasetInfo::text_bytes). One stream per file.
 //
 // Samples are windows: with seq_len T, file f is cut into (len_f - 1) / T non-overlapping windows
 // of T + 1 tokens at stride T (window k = tokens[kT, kT + T]); input = w[0:T], target = w[1:T+1].
@@ -23,6 +25,10 @@
 // ids are checked as batches read them, and a bad one throws hpctrain::InputError (exit code 2,
 // runtime/check.h) from the reading thread, with the same text. Full checks make that error
 // impossible unless the file changes under the run.
+//
+// nanoGPT's DIR/train.bin and DIR/val.bin (dataset/nanogpt_bin.h) are token streams too: raw
+// uint16 ids, memory-mapped and read per batch (never cached), vocab_size = `bin_vocab`, the
+// same windows; a .bin file with an odd byte count or an id >= vocab_size is an error as above.
 //
 // Thread use: as H5Dataset (one TokenSource per reading thread; H5* calls under h5::lock()).
 #pragma once
@@ -44,7 +50,9 @@ class TokenSource {
  public:
   // `in_memory_max`: a stream of more bytes (4 per token in memory) is never read whole.
   // `lazy`: a stream that is not read whole is checked per batch only (see the contract above).
-  TokenSource(const std::vector<std::string>& files, int64_t seq_len, int64_t in_memory_max, bool lazy = false);
+  // `bin_vocab`: the vocabulary of nanoGPT .bin files (dataset/nanogpt_bin.h; they carry none).
+  TokenSource(const std::vector<std::string>& files, int64_t seq_len, int64_t in_memory_max, bool lazy = false,
+              int64_t bin_vocab = 0);
   ~TokenSource();
   TokenSource(TokenSource&&) noexcept;
 
@@ -55,6 +63,7 @@ class TokenSource {
 
  private:
   struct File;
+  static void open_bin(File& f, int64_t vocab, bool lazy);
   std::vector<std::unique_ptr<File>> files_;
   std::vector<int64_t> start_;  // global index of each file's first window
   DatasetInfo info_;

@@ -13,6 +13,7 @@
 #include "dataset/data_source.h"
 #include "dataset/loader.h"
 #include "dataset/token_source.h"
+#include "dataset/nanogpt_bin.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
@@ -55,7 +56,8 @@ nlohmann::json evaluate_checkpoint(World& w, const EvalRequest& req, ModelFactor
     if (lo.seq_len <= 0 && is_token_file(files.at(0)))
       throw CollectiveError(files[0] + " holds a token stream, but the checkpoint's model " + model_name +
                             " was not trained on token data (no seq_len in " + req.ckpt + "'s metadata)");
-    if (lo.seq_len > 0 && std::filesystem::exists(files.at(0)) && !is_token_file(files[0]))
+    if (is_nanogpt_bin(files.at(0))) lo.vocab_size = st.meta.value("vocab_size", int64_t{0});
+    if (lo.seq_len > 0 && std::filesystem::exists(files.at(0)) && !is_token_file(files[0]) && !is_nanogpt_bin(files[0]))
       throw CollectiveError("the checkpoint's language model " + model_name +
                             " was trained on token windows (seq_len " + std::to_string(lo.seq_len) + "), but " +
                             files[0] + " has no 'tokens' dataset: evaluate it on token data (data/README.md)");

@@ -19,12 +19,33 @@
 namespace hpctrain {
 
 std::string GenerateResult::text() const {
-  if (tokenizer != "bytes") return "";
-  std::string s;
-  for (int64_t t : prompt) s.push_back(static_cast<char>(t));
-  for (int64_t t : generated) s.push_back(static_cast<char>(t));
-  return s;
+  if (!codec) return "";
+  std::vector<int64_t> all = prompt;
+  all.insert(all.end(), generated.begin(), generated.end());
+  return codec->decode(all);
 }
+
+namespace {
+
+// The checkpoint's tokenizer, or null when it names none or its model is not in the checkpoint.
+std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const CheckpointState& st, const std::string& name,
+                                                      const std::string& label) {
+  if (name == "bytes") return std::make_shared<const Tokenizer>(Tokenizer::bytes());
+  if (name != "sentencepiece") return nullptr;
+  for (const auto& [tname, t] : st.tensors)
+    if (tname == kTokenizerTensor) {
+      at::Tensor bytes = t.cpu().contiguous();
+      try {
+        return std::make_shared<const Tokenizer>(Tokenizer::sentencepiece(
+            std::string(static_cast<const char*>(bytes.data_ptr()), bytes.numel()), label + "'s " + kTokenizerTensor));
+      } catch (const Error& e) {
+        throw CollectiveError(e.what());
+      }
+    }
+  return nullptr;
+}
+
+}  // namespace
 
 GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
   auto t0 = std::chrono::steady_clock::now();
@@ -47,16 +68,23 @@ GenerateResult generate(const GenerateRequest& req, ModelFactory factory) {
   spec.device = device;
   GenerateResult r;
   r.tokenizer = st.meta.value("tokenizer", std::string());
+  r.codec = checkpoint_tokenizer(st, r.tokenizer, req.ckpt);
+  if (r.codec && r.codec->vocab_size() != spec.vocab_size)
+    throw CollectiveError(req.ckpt + "'s tokenizer has vocab_size " + std::to_string(r.codec->vocab_size()) +
+                          " but its model " + std::to_string(spec.vocab_size));
   r.block_size = spec.seq_len;
   r.vocab_size = spec.vocab_size;
   if (!req.prompt_tokens.empty()) {
     r.prompt = req.prompt_tokens;
   } else {
-    if (r.tokenizer != "bytes")
-      throw CollectiveError("--prompt TEXT needs a checkpoint trained on bytes (tokenizer \"bytes\"); " + req.ckpt +
-                            "'s tokenizer is " + (r.tokenizer.empty() ? "not recorded" : "\"" + r.tokenizer + "\"") +
-                            ": pass token ids with --prompt-tokens 1,2,3");
-    for (unsigned char c : req.prompt) r.prompt.push_back(c);
+    if (!r.codec)
+      throw CollectiveError(
+          "--prompt TEXT needs the checkpoint's tokenizer; " + req.ckpt + "'s tokenizer is " +
+          (r.tokenizer.empty() ? "not recorded" : "\"" + r.tokenizer + "\"") +
+          (r.tokenizer == "sentencepiece" ? " without its model (a merged file keeps it only with ckpt merge --full)"
+                                          : "") +
+          ": pass token ids with --prompt-tokens 1,2,3");
+    r.prompt = r.codec->encode(req.prompt);
   }
   if (r.prompt.empty())
     throw CollectiveError("the prompt is empty: give at least one token (--prompt or --prompt-tokens)");

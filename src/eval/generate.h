@@ -9,17 +9,22 @@
 // - Sampling: temperature 0 takes the argmax (greedy, deterministic); else logits / temperature,
 //   the top_k largest kept when top_k > 0, softmax in fp64 and one multinomial draw from a CPU
 //   generator seeded with `seed` (the same request gives the same text).
-// - The prompt: `prompt_tokens` when not empty, else `prompt` as UTF-8 bytes, which needs the
-//   checkpoint's tokenizer to be "bytes". Errors (one line, CollectiveError): not a language-model
-//   checkpoint, an empty prompt, a token id outside the vocabulary, text for another tokenizer,
+// - The prompt: `prompt_tokens` when not empty, else `prompt` encoded with the checkpoint's
+//   tokenizer (dataset/tokenizer.h): "bytes", or "sentencepiece" with the model the checkpoint
+//   carries (tensor state/tokenizer, kept by a checkpoint directory and `ckpt merge --full`).
+//   Errors (one line, CollectiveError): not a language-model checkpoint, an empty prompt, a token
+//   id outside the vocabulary, text for a checkpoint without its tokenizer (a merged file without
+//   --full, or an unknown tokenizer),
 //   top_k > vocab_size, a weight or buffer with NaN/inf (named), logits that are not
 //   [1, T, vocab_size] (their shape named) or not finite.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dataset/tokenizer.h"
 #include "model/model.h"
 
 namespace hpctrain {
@@ -40,9 +45,10 @@ struct GenerateRequest {
 struct GenerateResult {
   std::vector<int64_t> prompt, generated;  // token ids
   std::string tokenizer;                   // the checkpoint's ("bytes", "" when none)
+  std::shared_ptr<const Tokenizer> codec;  // its tokenizer, null when it has none to use
   int64_t block_size = 0, vocab_size = 0;
   double seconds = 0;
-  // prompt + generated as text (bytes tokenizer; invalid UTF-8 is kept as raw bytes), else "".
+  // prompt + generated decoded as text (invalid UTF-8 is kept as raw bytes); "" without a codec.
   std::string text() const;
 };
 

@@ -67,7 +67,13 @@ void Reporter::progress(const ProgressLine& p) {
                 (long long)p.epoch, (long long)p.epochs, (long long)p.step, (long long)p.total_steps, p.loss, p.lr,
                 p.tokens_per_s > 0 ? p.tokens_per_s : p.samples_per_s, p.tokens_per_s > 0 ? "tokens" : "samples",
                 p.data_wait_pct, p.comm_wait_pct, format_duration(p.eta_s).c_str());
-  std::string line = p.note.empty() ? std::string(buf) : std::string(buf) + " | " + p.note;
+  std::string line(buf);
+  if (p.mfu >= 0) {
+    char m[32];
+    std::snprintf(m, sizeof m, " MFU %.2f%%", 100 * p.mfu);
+    line.insert(line.find(" data-wait"), m);
+  }
+  if (!p.note.empty()) line += " | " + p.note;
   if (tty_) {
     std::printf("\r\033[K%s", line.c_str());
     live_ = true;

@@ -32,6 +32,7 @@ struct ProgressLine {
   double loss, lr, samples_per_s, data_wait_pct, comm_wait_pct, eta_s;
   std::string note = {};    // appended after " | " when not empty (e.g. the straggler report)
   double tokens_per_s = 0;  // language models: shown instead of samples/s when > 0
+  double mfu = -1;          // model FLOPs utilization (a fraction), shown as "MFU x.x%" when >= 0
 };
 
 class Reporter {

@@ -18,7 +18,11 @@ std::string fixed(double v, int chars) { return std::to_string(v).substr(0, char
 void add_token_metrics(nlohmann::json& rec, double test_loss, const DatasetInfo& info) {
   if (!info.tokens) return;
   rec["test_ppl"] = std::exp(test_loss);
-  if (info.tokenizer == "bytes") rec["bits_per_byte"] = test_loss / std::log(2.0);
+  if (info.tokenizer == "bytes") {
+    rec["bits_per_byte"] = test_loss / std::log(2.0);
+  } else if (info.text_bytes > 0) {  // nats per token x tokens per byte of the split's text
+    rec["bits_per_byte"] = test_loss / std::log(2.0) * double(info.token_count) / double(info.text_bytes);
+  }
 }
 
 nlohmann::json eval_record(int64_t step, int64_t epoch, double loss, double accuracy, int64_t samples,
@@ -85,6 +89,7 @@ nlohmann::json summary_record(const RunSummary& s) {
                       {"restarts", s.restarts}};
   if (s.seq_len > 0) {
     j["tokens_per_s"] = s.samples_per_s * static_cast<double>(s.seq_len);
+    if (s.mfu >= 0) j["mfu"] = s.mfu;
     add_token_metrics(j, s.test_loss, s.test);
   }
   if (!s.trained) {
@@ -92,6 +97,7 @@ nlohmann::json summary_record(const RunSummary& s) {
     j["nothing_to_train"] = true;
     j["samples_per_s"] = nullptr;
     if (j.contains("tokens_per_s")) j["tokens_per_s"] = nullptr;
+    if (j.contains("mfu")) j["mfu"] = nullptr;
     j["train_loss"] = nullptr;
   }
   return j;

@@ -22,7 +22,9 @@ namespace hpctrain {
 struct IntervalReport;
 
 // Token data: test_ppl = exp(test loss) and, with the "bytes" tokenizer (one token per byte),
-// bits_per_byte = test loss / ln 2, added to `rec`. Nothing for other data.
+// bits_per_byte = test loss / ln 2, added to `rec`; with another tokenizer whose files record
+// text_bytes, bits_per_byte = test loss / ln 2 x tokens / text_bytes of the test split (the mean
+// loss per token over the split's tokens per byte of its text). Nothing for other data.
 void add_token_metrics(nlohmann::json& rec, double test_loss, const DatasetInfo& info);
 
 // {"type":"eval", step, epoch, test_loss, test_accuracy, samples (+ token metrics)}.
@@ -51,6 +53,7 @@ struct RunSummary {
   nlohmann::json straggler;
   int64_t restarts = 0;
   int64_t seq_len = 0;  // token data: > 0 adds tokens_per_s and the token metrics
+  double mfu = -1;      // model FLOPs utilization (train/mfu.h); < 0: not measured, omitted
   DatasetInfo test;     // for the token metrics
 };
 nlohmann::json summary_record(const RunSummary& s);

@@ -143,6 +143,15 @@ class GptModel final : public ModuleModel {
     return p.dim() >= 2 && name != "transformer.wpe.weight";
   }
 
+  // Training FLOPs per token: 6 per weight but the position table (forward + backward) and the
+  // attention scores 12 L E T (nanoGPT's estimate, PaLM appendix B).
+  double train_flops_per_token() override {
+    int64_t n = 0;
+    for (auto& [name, p] : named_parameters()) n += p.numel();
+    const int64_t non_pos = n - o_.block_size * o_.n_embd;
+    return 6.0 * double(non_pos) + 12.0 * double(o_.n_layer * o_.n_embd * o_.block_size);
+  }
+
   std::string describe() override {
     int64_t n = 0, matrices = 0;
     for (auto& [name, p] : named_parameters()) {
@@ -150,9 +159,7 @@ class GptModel final : public ModuleModel {
       matrices += decays(name, p) ? 1 : 0;
     }
     const int64_t non_pos = n - o_.block_size * o_.n_embd;
-    // Training FLOPs per token: 6 per weight (forward + backward) and the attention scores
-    // 12 L E T (nanoGPT's estimate, PaLM appendix B).
-    const double flops = 6.0 * double(non_pos) + 12.0 * double(o_.n_layer * o_.n_embd * o_.block_size);
+    const double flops = train_flops_per_token();
     char buf[400];
     std::snprintf(buf, sizeof buf,
                   "gpt L%lld H%lld E%lld T%lld V%lld, dropout %g, bias %s: %lld parameters (%lld without the "

@@ -76,6 +76,7 @@ class UntiedModel final : public Model {
   void to(c10::Device device) override { inner_->to(device); }
   std::shared_ptr<torch::nn::Module> module() override { return inner_->module(); }
   std::string describe() override { return inner_->describe(); }
+  double train_flops_per_token() override { return inner_->train_flops_per_token(); }
   bool decays(const std::string& name, const at::Tensor& p) override { return inner_->decays(name, p); }
 
  private:

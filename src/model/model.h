@@ -55,6 +55,9 @@ class Model {
   virtual std::shared_ptr<torch::nn::Module> module() { return nullptr; }
   // Optional: a short description for the run's config line (size, FLOPs, ...); "" for none.
   virtual std::string describe() { return ""; }
+  // Optional: training FLOPs (forward + backward) per token of a language model, for MFU
+  // (train/mfu.h); 0 when unknown.
+  virtual double train_flops_per_token() { return 0; }
   // Optional: whether --weight-decay applies to parameter `name` (default: every parameter;
   // language models leave out biases, norms and position tables).
   virtual bool decays(const std::string& name, const at::Tensor& param) { return true; }

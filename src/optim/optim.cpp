@@ -54,7 +54,13 @@ double LrSchedule::lr_at(int64_t step) const {
   if (c_.schedule == "cosine") {
     int64_t span = std::max<int64_t>(total_ - c_.warmup_steps, 1);
     double frac = std::min(1.0, static_cast<double>(t) / span);
-    return base_lr_ * 0.5 * (1.0 + std::cos(M_PI * frac));
+    return c_.min_lr + (base_lr_ - c_.min_lr) * 0.5 * (1.0 + std::cos(M_PI * frac));
+  }
+  if (c_.schedule == "wsd") {
+    const int64_t decay = std::min<int64_t>(total_, static_cast<int64_t>(std::ceil(c_.decay_frac * total_ - 1e-9)));
+    const int64_t into = step - (total_ - decay);  // steps into the decay phase
+    if (into < 0) return base_lr_;
+    return c_.min_lr + (base_lr_ - c_.min_lr) * static_cast<double>(std::max<int64_t>(decay - into, 0)) / decay;
   }
   if (c_.schedule == "step") return base_lr_ * std::pow(c_.gamma, static_cast<double>(t / c_.step_size));
   return base_lr_;

@@ -4,8 +4,12 @@
 // - make_optimizer: SGD (momentum, nesterov, weight decay) or AdamW, over the model's
 //   parameters in registration order.
 // - lr_at(step): linear warmup from lr/warmup to lr over `warmup_steps`, then constant,
-//   cosine (to 0 at total_steps) or step decay (x gamma every step_size). With the linear
-//   scaling rule the base lr is lr * global_batch / lr_ref_batch.
+//   cosine (to min_lr at total_steps), step decay (x gamma every step_size) or wsd
+//   (warmup-stable-decay): the base lr until the last D = ceil(decay_frac x total_steps) steps,
+//   then a linear fall, lr_at(total - D + k) = min_lr + (lr - min_lr) x (D - k) / D for k in
+//   [0, D), so the first decay step has the base lr and the lr would reach min_lr at total_steps
+//   (warmup wins over decay where they overlap). With the linear scaling rule the base lr is
+//   lr * global_batch / lr_ref_batch (min_lr is not scaled).
 // - clip_grad_norm: global L2 norm over all gradients; after DDP's allreduce the gradients are
 //   identical on every rank, so every rank computes the same norm and the same scale. max_norm
 //   <= 0 only measures; a non-finite norm is returned and nothing is scaled.

@@ -15,10 +15,12 @@ struct OptimConfig {
   double momentum = 0.9;  // SGD
   bool nesterov = false;  // SGD
   double weight_decay = 5e-4;
-  std::string schedule = "cosine";  // constant | cosine | step (after warmup)
+  std::string schedule = "cosine";  // constant | cosine | step | wsd (after warmup)
   int64_t warmup_steps = 0;
   int64_t step_size = 1000;  // schedule=step
   double gamma = 0.1;        // schedule=step
+  double decay_frac = 0.2;   // schedule=wsd: the share of the steps that decays
+  double min_lr = 0;         // cosine and wsd end here
   int64_t lr_ref_batch = 0;  // linear scaling rule: lr x global batch / this (0: off)
 };
 

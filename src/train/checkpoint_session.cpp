@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "dataset/dataset_info.h"
+#include "dataset/tokenizer.h"
 #include "hpctrain_version.h"
 #include "metrics/progress.h"
 #include "model/torchscript_model.h"
@@ -96,6 +97,11 @@ void CheckpointSession::save(const TrainProgress& p, Model& model, TrainOptimize
       std::memcpy(archive_tensor_.data_ptr(), entry_.archive.data(), entry_.archive.size());
     }
     st.tensors.emplace_back(kTorchScriptTensor, archive_tensor_);
+  }
+  if (!info.tokenizer_model.empty()) {  // what generate encodes and decodes text with
+    at::Tensor bytes = at::empty({static_cast<int64_t>(info.tokenizer_model.size())}, at::kByte);
+    std::memcpy(bytes.data_ptr(), info.tokenizer_model.data(), info.tokenizer_model.size());
+    st.tensors.emplace_back(kTokenizerTensor, bytes);
   }
   capture_s_[p.step] = seconds_since(t0);
   writer_->save(p.step, std::move(st), defer ? Snapshot::kBeforeUpdate : Snapshot::kAtCall);

@@ -320,6 +320,8 @@ OptimConfig optim_config(const TrainConfig& c) {
   o.warmup_steps = c.warmup_steps;
   o.step_size = c.step_size;
   o.gamma = c.gamma;
+  o.decay_frac = c.decay_frac;
+  o.min_lr = c.min_lr;
   o.lr_ref_batch = c.lr_ref_batch;
   return o;
 }

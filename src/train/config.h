@@ -42,9 +42,10 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(std::vector<std::string>, model_lib, {}, "PATH", "", kNoMin, kNoMax, false, "model plugin LIB.so to load (repeatable, or comma-separated)") \
   X(std::string, model_config, "", "K=V,...", "", kNoMin, kNoMax, false, "model options, e.g. n_layer=4,n_head=4,n_embd=128 for gpt (also dropout, bias)") \
   X(int64_t, seq_len, 0, "", "", 0, 1e9, false, "token data: tokens per training window, the language model's context (required for token data)") \
+  X(int64_t, vocab_size, 0, "", "", 0, 2147483647, false, "nanoGPT data (DIR/train.bin, DIR/val.bin: uint16 ids): the number of token ids, when DIR/meta.pkl gives no vocab_size (0: from meta.pkl)") \
   X(std::string, loss, "cross_entropy", "", "cross_entropy|mse|l1|smooth_l1", kNoMin, kNoMax, false, "training loss: cross_entropy (integer labels) | mse | l1 | smooth_l1 (float targets)") \
   X(std::string, targets_key, "targets", "NAME", "", kNoMin, kNoMax, false, "dataset of float targets for regression losses") \
-  X(std::string, data, "", "DIR", "", kNoMin, kNoMax, false, "directory with train.h5 and test.h5, or numbered train-00000.h5... and test-00000.h5... (required)") \
+  X(std::string, data, "", "DIR", "", kNoMin, kNoMax, false, "directory with train.h5 and test.h5, or numbered train-00000.h5... and test-00000.h5..., or nanoGPT's train.bin and val.bin (required)") \
   X(int64_t, epochs, 1, "", "", 1, 1e9, false, "epochs to train") \
   X(int64_t, max_steps, 0, "", "", 0, 1e12, false, "stop after this many optimizer steps (0: no limit)") \
   X(int64_t, batch_size, 64, "", "", 1, 1e9, false, "per-rank batch size") \
@@ -53,10 +54,12 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(double, momentum, 0.9, "", "", 0, 1, false, "SGD momentum") \
   X(bool, nesterov, false, "", "", kNoMin, kNoMax, false, "Nesterov momentum (SGD)") \
   X(double, weight_decay, 5e-4, "", "", 0, 1e6, false, "weight decay") \
-  X(std::string, schedule, "cosine", "", "constant|cosine|step", kNoMin, kNoMax, false, "LR schedule after warmup") \
+  X(std::string, schedule, "cosine", "", "constant|cosine|step|wsd", kNoMin, kNoMax, false, "LR schedule after warmup (wsd: warmup-stable-decay, linear decay over the last --decay-frac of the steps)") \
   X(int64_t, warmup_steps, 0, "", "", 0, 1e12, false, "linear warmup steps") \
   X(int64_t, step_size, 1000, "", "", 1, 1e12, false, "steps between decays (schedule=step)") \
   X(double, gamma, 0.1, "", "", 0, 1, true, "decay factor (schedule=step)") \
+  X(double, decay_frac, 0.2, "", "", 0, 1, true, "schedule=wsd: the fraction of all steps, at the end, over which the lr falls linearly to --min-lr") \
+  X(double, min_lr, 0, "", "", 0, 1e6, false, "the lr that schedule=cosine and schedule=wsd end at") \
   X(int64_t, lr_ref_batch, 0, "", "", 0, 1e12, false, "linear scaling rule: lr x global batch / this (0: off)") \
   X(double, clip_grad_norm, 0, "", "", 0, 1e12, false, "clip gradients to this global norm (0: off)") \
   X(int64_t, grad_accum, 1, "", "", 1, 1e6, false, "micro-batches per optimizer step (must divide --batch-size)") \
@@ -84,6 +87,7 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(std::string, metrics, "", "FILE", "", kNoMin, kNoMax, false, "write JSON lines metrics to this file") \
   X(std::string, trace, "", "FILE", "", kNoMin, kNoMax, false, "write a Chrome-trace timeline to this file") \
   X(std::string, tensorboard, "", "DIR", "", kNoMin, kNoMax, false, "write TensorBoard event files to this directory (rank 0)") \
+  X(double, peak_tflops, 0, "", "", 0, 1e9, false, "peak TFLOP/s of one rank's device, the denominator of MFU (token data); 0: measured on CPU by a short GEMM at start, MFU off on GPUs") \
   X(int64_t, log_every, 50, "", "", 1, 1e12, false, "progress/metrics interval in steps") \
   X(double, collective_timeout, 300, "", "", 0, 1e9, false, "seconds before a stuck collective aborts the job (0: no watchdog; env HPCTRAIN_COLLECTIVE_TIMEOUT)") \
   X(int64_t, flight_records, 2048, "", "", 0, 1e7, false, "collectives each rank keeps in its flight recorder, dumped to <ckpt dir, else the metrics file's dir, else .>/flight/ on a watchdog timeout, desync, fatal error or SIGUSR2; read with hpctrain flight DIR (0: off)") \

@@ -79,6 +79,7 @@ void Trainer::State::setup() {
   double base_lr = scaled_lr(oc, global_batch);
   opt = make_train_optimizer(oc, *model, *ddp, *comm, base_lr);
   sched = std::make_unique<LrSchedule>(oc, base_lr, total_steps);
+  mfu = setup_mfu(*model, cfg, dev, train->info().tokens, *comm);
   scaler = LossScaler(cfg.amp == "fp16");
 
   rep = std::make_unique<Reporter>(world.rank() == 0);

@@ -4,6 +4,7 @@
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
+#include "train/nanogpt_meta.h"
 #include "train/trainer_state_impl.h"
 
 namespace hpctrain {
@@ -25,6 +26,7 @@ void Trainer::State::open_data() {
   eo.augment = false;
   // Every rank validates the same files: a bad one is reported once, by rank 0.
   agree_on_failure(world.mpi_comm(), [&] {
+    lo.vocab_size = eo.vocab_size = nanogpt_vocab_size(cfg.data, cfg.vocab_size);  // nanoGPT .bin data
     train = std::make_unique<Loader>(split_files(cfg.data, "train"), world.size(), world.rank(), lo);
     test = std::make_unique<Loader>(split_files(cfg.data, "test"), world.size(), world.rank(), eo);
     const DatasetInfo &a = train->info(), &b = test->info();

@@ -39,8 +39,10 @@ void Trainer::State::report_start(double base_lr) {
     for (const std::string& a : algos)
       if ((wire == at::kBFloat16 || wire == at::kHalf) && a.rfind("half types:", 0) == 0) rep->message("hpctrain train: " + a);
   }
-  if (train->info().tokens)
+  if (train->info().tokens) {
     rep->message("hpctrain train: " + token_data_line(cfg.data, train->info(), test->info(), global_batch));
+    rep->message("hpctrain train: " + mfu.describe());
+  }
 }
 
 EvalResult Trainer::State::run_eval(int64_t epoch) {
@@ -65,6 +67,7 @@ void Trainer::State::log_interval(int64_t epoch) {
                  iv.samples_per_s,  iv.data_wait_pct, iv.comm_wait_pct,
                  stats.mean_step_seconds() * static_cast<double>(total_steps - step)};
   if (seq_len > 0) p.tokens_per_s = rec["tokens_per_s"].get<double>();
+  if (seq_len > 0 && mfu.on()) rec["mfu"] = p.mfu = mfu.mfu(p.tokens_per_s);
   straggler->annotate(iv.ranks, p.note, rec);
   rep->progress(p);
   rep->metrics(rec);
@@ -95,6 +98,7 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.straggler = straggler->summary();
   s.restarts = restart.is_object() ? restart.value("restart", 0) : 0;
   if (train->info().tokens) s.seq_len = train->info().seq_len;
+  if (s.seq_len > 0 && mfu.on()) s.mfu = mfu.mfu(s.samples_per_s * static_cast<double>(s.seq_len));
   s.test = test->info();
   return summary_record(s);
 }

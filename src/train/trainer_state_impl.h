@@ -24,6 +24,7 @@
 #include "runtime/world.h"
 #include "optim/amp.h"
 #include "train/checkpoint_session.h"
+#include "train/mfu.h"
 #include "eval/evaluate.h"
 #include "optim/loss.h"
 #include "optim/optim.h"
@@ -51,6 +52,8 @@ struct Trainer::State {
   std::vector<at::Tensor> params;
   std::unique_ptr<TrainOptimizer> opt;
   std::unique_ptr<LrSchedule> sched;
+  MfuMeter mfu;
+  MfuMeter mfu;
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
   std::unique_ptr<CheckpointSession> ckpt;

@@ -41,7 +41,8 @@ const std::pair<const char*, at::ScalarType> kStorages[] = {
 
 class Unpickler {
  public:
-  Unpickler(const std::string& pkl, const StorageReader& storage, const std::string& source)
+  // `storage` null: a plain pickle (no globals, no persistent ids).
+  Unpickler(const std::string& pkl, const StorageReader* storage, const std::string& source)
       : p_(pkl), storage_(storage), src_(source) {}
 
   VP run() {
@@ -51,6 +52,7 @@ class Unpickler {
         case 0x80: byte(); break;    // PROTO
         case 0x95: bytes(8); break;  // FRAME
         case 'c': {                  // GLOBAL
+          if (!storage_) fail("a global (a plain pickle holds only dicts, lists, strings and numbers)");
           VP g = make(Val::kGlobal);
           g->s = line();
           g->name = line();
@@ -128,7 +130,10 @@ class Unpickler {
           push(v);
           break;
         }
-        case 'Q': push(persistent(pop())); break;  // BINPERSID
+        case 'Q':  // BINPERSID
+          if (!storage_) fail("a persistent id (a plain pickle holds only dicts, lists, strings and numbers)");
+          push(persistent(pop()));
+          break;
         case 'R': {                                // REDUCE
           VP args = pop(), fn = pop();
           push(reduce(*fn, *args));
@@ -136,6 +141,9 @@ class Unpickler {
         }
         case 'b': pop(); break;  // BUILD: a dict's state (_metadata), ignored
         case '.': return pop();  // STOP
+        case 0x93:  // STACK_GLOBAL (protocol 4+): no global is ever needed by the subsets read here
+          fail(storage_ ? "unsupported pickle opcode 0x93"
+                        : "a global (a plain pickle holds only dicts, lists, strings and numbers)");
         default: fail("unsupported pickle opcode 0x" + hex(op));
       }
     }
@@ -143,7 +151,8 @@ class Unpickler {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error(src_ + ": not a state dict pickle: " + what + " (at byte " + std::to_string(pos_) + " of data.pkl)");
+    throw Error(src_ + (storage_ ? ": not a state dict pickle: " : ": not a plain pickle: ") + what + " (at byte " +
+                std::to_string(pos_) + (storage_ ? " of data.pkl)" : ")"));
   }
   static std::string hex(unsigned v) {
     const char* d = "0123456789abcdef";
@@ -252,7 +261,7 @@ class Unpickler {
     if (numel < 0 || numel > (int64_t{1} << 40)) fail("storage size " + std::to_string(numel));
     VP v = make(Val::kTensor);
     v->t = at::empty({numel}, at::TensorOptions(dt));
-    size_t got = storage_(key, v->t.data_ptr(), v->t.nbytes());
+    size_t got = (*storage_)(key, v->t.data_ptr(), v->t.nbytes());
     if (got < v->t.nbytes())
       fail("record data/" + printable(key) + " has " + std::to_string(got) + " bytes, its storage needs " +
            std::to_string(v->t.nbytes()));
@@ -285,7 +294,7 @@ class Unpickler {
   }
 
   const std::string& p_;
-  const StorageReader& storage_;
+  const StorageReader* storage_;
   const std::string& src_;
   size_t pos_ = 0;
   std::vector<VP> stack_;
@@ -299,7 +308,7 @@ class Unpickler {
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::string& pkl,
                                                                     const StorageReader& storage,
                                                                     const std::string& source) {
-  VP root = Unpickler(pkl, storage, source).run();
+  VP root = Unpickler(pkl, &storage, source).run();
   if (root->kind != Val::kDict) throw Error(source + " does not hold a dict of name -> tensor (a state dict)");
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& [k, v] : root->entries) {
@@ -308,6 +317,15 @@ std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::s
                   (k->kind == Val::kStr ? " (entry " + printable(k->s) + " is not a tensor)" : ""));
     out.emplace_back(k->s, v->t);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> unpickle_int_entries(const std::string& pkl, const std::string& source) {
+  VP root = Unpickler(pkl, nullptr, source).run();
+  if (root->kind != Val::kDict) throw Error(source + " does not hold a dict");
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [k, v] : root->entries)
+    if (k->kind == Val::kStr && v->kind == Val::kInt) out.emplace_back(k->s, v->i);
   return out;
 }
 

@@ -27,4 +27,10 @@ std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::s
                                                                     const StorageReader& storage,
                                                                     const std::string& source);
 
+// A plain pickle (what pickle.dump writes for dicts, lists, tuples, strings, numbers, None, bools:
+// nanoGPT's meta.pkl) whose root is a dict: its entries with a str key and an int value, in dict
+// order (other entries are parsed and left out). A global or persistent id (code or a tensor) is
+// refused, so nothing is ever called. Throws hpctrain::Error "<source>: ..." on anything else.
+std::vector<std::pair<std::string, int64_t>> unpickle_int_entries(const std::string& pkl, const std::string& source);
+
 }  // namespace hpctrain::ckpt

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "dataset/prep/h5_writer.h"
+#include "dataset/prep/token_writer.h"
 #include "io/h5_util.h"
 #include "runtime/check.h"
 
@@ -50,6 +51,7 @@ void write_byte_tokens_h5(const std::string& path, const std::vector<uint8_t>& t
     fail("writing tokens");
   h5::write_attr_int64(f.get(), "vocab_size", 256);
   h5::write_attr_string(f.get(), "tokenizer", "bytes");
+  h5::write_attr_int64(f.get(), "text_bytes", int64_t(tokens.size()));
   h5::write_attr_string(f.get(), "source", source);
   if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) fail("flushing");
 }
@@ -68,7 +70,7 @@ std::string read_all(const fs::path& p) {
 }  // namespace
 
 TextTokensReport write_text_tokens(const std::vector<std::string>& inputs, const std::string& out_dir,
-                                   double test_fraction) {
+                                   double test_fraction, const Tokenizer& tokenizer) {
   if (!(test_fraction > 0 && test_fraction < 1))
     throw Error("--test-fraction " + std::to_string(test_fraction) + " must be in (0, 1)");
   if (inputs.empty()) throw Error("data text: no input files or directories");
@@ -120,13 +122,33 @@ TextTokensReport write_text_tokens(const std::vector<std::string>& inputs, const
   if (train.size() < 2 || test.size() < 2)
     throw Error("data text: too little text (" + std::to_string(train.size()) + " train / " +
                 std::to_string(test.size()) + " test bytes)");
-  rep.train_tokens = int64_t(train.size());
-  rep.test_tokens = int64_t(test.size());
+  rep.train_tokens = rep.train_bytes = int64_t(train.size());
+  rep.test_tokens = rep.test_bytes = int64_t(test.size());
 
   const std::string source = "hpctrain data text: " + std::to_string(rep.files) + " file(s), last " +
                              std::to_string(test_fraction) + " of each to test";
+  if (tokenizer.name() == "bytes") {
+    write_split_pair(out_dir, [&](const std::string& path, bool is_train) {
+      write_byte_tokens_h5(path, is_train ? train : test, source);
+    });
+    return rep;
+  }
+  const std::string train_text(train.begin(), train.end()), test_text(test.begin(), test.end());
+  const std::vector<int64_t> train_ids = tokenizer.encode(train_text), test_ids = tokenizer.encode(test_text);
+  rep.train_tokens = int64_t(train_ids.size());
+  rep.test_tokens = int64_t(test_ids.size());
+  if (train_ids.size() < 2 || test_ids.size() < 2)
+    throw Error("data text: too little text (" + std::to_string(train_ids.size()) + " train / " +
+                std::to_string(test_ids.size()) + " test tokens)");
+  const std::string back = tokenizer.decode(train_ids);
+  if (back != train_text) {  // the line of the first difference
+    const size_t at = size_t(std::mismatch(back.begin(), back.end(), train_text.begin(), train_text.end()).second -
+                             train_text.begin());
+    rep.first_changed_line = 1 + std::count(train_text.begin(), train_text.begin() + int64_t(at), '\n');
+  }
   write_split_pair(out_dir, [&](const std::string& path, bool is_train) {
-    write_byte_tokens_h5(path, is_train ? train : test, source);
+    write_token_ids_h5(path, is_train ? train_ids : test_ids, tokenizer, is_train ? rep.train_bytes : rep.test_bytes,
+                       source + ", " + tokenizer.describe());
   });
   return rep;
 }

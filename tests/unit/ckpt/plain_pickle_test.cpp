@@ -1,0 +1,54 @@
+// ckpt/pickle_reader.h unpickle_int_entries: nanoGPT's meta.pkl (a dict of vocab_size, itos,
+// stoi) as pickle.dump writes it with protocols 2 and 4 (bytes made by CPython 3.11); a global
+// (GLOBAL or STACK_GLOBAL, i.e. code) is refused, and so is a root that is not a dict.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ckpt/formats/pickle_reader.h"
+#include "runtime/check.h"
+
+using namespace hpctrain;
+
+namespace {
+template <size_t N>
+std::string bytes(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+// {'vocab_size': 65, 'itos': {0: '\n', 1: 'a'}, 'stoi': {'\n': 0, 'a': 1}, 'big': 70000, 'neg': -3}
+const std::string kMetaP2 = bytes("\x80\x02\x7d\x71\x00\x28\x58\x0a\x00\x00\x00\x76\x6f\x63\x61\x62\x5f\x73\x69\x7a\x65\x71\x01\x4b\x41\x58\x04\x00\x00\x00\x69\x74\x6f\x73\x71\x02\x7d\x71\x03\x28\x4b\x00\x58\x01\x00\x00\x00\x0a\x71\x04\x4b\x01\x58\x01\x00\x00\x00\x61\x71\x05\x75\x58\x04\x00\x00\x00\x73\x74\x6f\x69\x71\x06\x7d\x71\x07\x28\x68\x04\x4b\x00\x68\x05\x4b\x01\x75\x58\x03\x00\x00\x00\x62\x69\x67\x71\x08\x4a\x70\x11\x01\x00\x58\x03\x00\x00\x00\x6e\x65\x67\x71\x09\x4a\xfd\xff\xff\xff\x75\x2e");
+const std::string kMetaP4 = bytes("\x80\x04\x95\x54\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x0a\x76\x6f\x63\x61\x62\x5f\x73\x69\x7a\x65\x94\x4b\x41\x8c\x04\x69\x74\x6f\x73\x94\x7d\x94\x28\x4b\x00\x8c\x01\x0a\x94\x4b\x01\x8c\x01\x61\x94\x75\x8c\x04\x73\x74\x6f\x69\x94\x7d\x94\x28\x68\x04\x4b\x00\x68\x05\x4b\x01\x75\x8c\x03\x62\x69\x67\x94\x4a\x70\x11\x01\x00\x8c\x03\x6e\x65\x67\x94\x4a\xfd\xff\xff\xff\x75\x2e");
+// {'vocab_size': 65, 'x': collections.OrderedDict()}: a global
+const std::string kGlobalP2 = bytes("\x80\x02\x7d\x71\x00\x28\x58\x0a\x00\x00\x00\x76\x6f\x63\x61\x62\x5f\x73\x69\x7a\x65\x71\x01\x4b\x41\x58\x01\x00\x00\x00\x78\x71\x02\x63\x63\x6f\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x73\x0a\x4f\x72\x64\x65\x72\x65\x64\x44\x69\x63\x74\x0a\x71\x03\x29\x52\x71\x04\x75\x2e");
+const std::string kGlobalP4 = bytes("\x80\x04\x95\x39\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x0a\x76\x6f\x63\x61\x62\x5f\x73\x69\x7a\x65\x94\x4b\x41\x8c\x01\x78\x94\x8c\x0b\x63\x6f\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x73\x94\x8c\x0b\x4f\x72\x64\x65\x72\x65\x64\x44\x69\x63\x74\x94\x93\x94\x29\x52\x94\x75\x2e");
+const std::string kListP2 = bytes("\x80\x02\x5d\x71\x00\x28\x4b\x01\x4b\x02\x65\x2e");  // [1, 2]
+
+std::string error_of(const std::string& pkl) {
+  try {
+    ckpt::unpickle_int_entries(pkl, "meta.pkl");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(PlainPickle, NanoGptMetaGivesItsIntegerEntriesInDictOrder) {
+  for (const std::string* pkl : {&kMetaP2, &kMetaP4}) {
+    const auto e = ckpt::unpickle_int_entries(*pkl, "meta.pkl");
+    ASSERT_EQ(e.size(), 3u);
+    EXPECT_EQ(e[0], (std::pair<std::string, int64_t>{"vocab_size", 65}));
+    EXPECT_EQ(e[1], (std::pair<std::string, int64_t>{"big", 70000}));
+    EXPECT_EQ(e[2], (std::pair<std::string, int64_t>{"neg", -3}));
+  }
+}
+
+TEST(PlainPickle, AGlobalIsRefusedBeforeAnythingIsCalled) {
+  EXPECT_NE(error_of(kGlobalP2).find("meta.pkl: not a plain pickle: a global"), std::string::npos) << error_of(kGlobalP2);
+  EXPECT_NE(error_of(kGlobalP4).find("meta.pkl: not a plain pickle: a global"), std::string::npos) << error_of(kGlobalP4);
+}
+
+TEST(PlainPickle, ARootThatIsNotADictAndATruncatedFileAreErrors) {
+  EXPECT_EQ(error_of(kListP2), "meta.pkl does not hold a dict");
+  EXPECT_NE(error_of(kMetaP4.substr(0, 30)).find("truncated"), std::string::npos) << error_of(kMetaP4.substr(0, 30));
+}
