@@ -53,7 +53,6 @@ struct Trainer::State {
   std::unique_ptr<TrainOptimizer> opt;
   std::unique_ptr<LrSchedule> sched;
   MfuMeter mfu;
-  MfuMeter mfu;
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
   std::unique_ptr<CheckpointSession> ckpt;
