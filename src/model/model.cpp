@@ -77,6 +77,7 @@ class UntiedModel final : public Model {
   std::shared_ptr<torch::nn::Module> module() override { return inner_->module(); }
   std::string describe() override { return inner_->describe(); }
   bool decays(const std::string& name, const at::Tensor& p) override { return inner_->decays(name, p); }
+  int64_t set_activation_checkpointing(bool on) override { return inner_->set_activation_checkpointing(on); }
 
  private:
   ModelPtr inner_;
