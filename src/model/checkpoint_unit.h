@@ -18,7 +18,9 @@
 //   `params` as the node's outputs. The parameters' gradients therefore reach .grad through their
 //   normal AccumulateGrad nodes, in the outer backward, once per parameter per backward even when
 //   the parameter is used elsewhere too (DDP's hooks fire as without checkpointing; no_sync and
-//   gradient accumulation are unchanged). Gradients equal the plain computation's up to
+//   gradient accumulation are unchanged). A hook registered with Tensor::register_hook on a
+//   parameter also sees the recompute's partial gradient (autograd::grad calls it); hooks on the
+//   AccumulateGrad node, as DDP's are, see only the final one. Gradients equal the plain computation's up to
 //   floating-point reassociation in the recompute (bitwise on one thread in practice).
 // - The RNG replay assumes no other thread draws from the same default generator between the
 //   unit's forward and its backward (the trainer's loader does not).
