@@ -48,8 +48,8 @@ same np2_ac np2 "2 ranks, --grad-accum 2, dropout 0.1: with == without"
 train_to z1 2 "${drop[@]}" --batch-size 8 --zero 1
 train_to z1_ac 2 "${drop[@]}" --batch-size 8 --zero 1 --activation-checkpointing
 same z1_ac z1 "2 ranks --zero 1, dropout 0.1: with == without"
-train_to bf16 1 "${drop[@]}" --batch-size 16 --amp bf16 --max-steps 4
-train_to bf16_ac 1 "${drop[@]}" --batch-size 16 --amp bf16 --max-steps 4 --activation-checkpointing
+train_to bf16 1 "${drop[@]}" --batch-size 16 --amp bf16
+train_to bf16_ac 1 "${drop[@]}" --batch-size 16 --amp bf16 --activation-checkpointing
 same bf16_ac bf16 "1 rank --amp bf16, dropout 0.1: with == without"
 
 plain=(--model gpt --model-config "$cfg")
