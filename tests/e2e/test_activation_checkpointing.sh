@@ -7,13 +7,14 @@
 # - the central invariant with it on: 2 ranks x 8 == 1 rank x 16 without it (dropout 0: each
 #   rank draws its own masks, so only a dropout-free model can match across world sizes);
 # - the start-up line and the summary figures (activation_checkpointing, units, recompute_s);
+# - a plugin model that implements Model::set_activation_checkpointing, the same;
 # - a model without units (mlp, a TorchScript file is the same path) is refused in one line,
 #   exit 2, nothing written.
 source "$(dirname "$0")/lib.sh"
 CMP="$(dirname "$0")/compare_state.py"
 D="$WORK/d"
 run_np 1 data text --out "$D" --test-fraction 0.1 /usr/share/common-licenses >/dev/null
-common=(--data "$D" --seq-len 32 --optimizer adamw --lr 3e-3 --weight-decay 0.1 --schedule constant
+common=(--optimizer adamw --lr 3e-3 --weight-decay 0.1 --schedule constant
   --clip-grad-norm 1.0 --max-steps 12 --seed 3 --log-every 1000)
 cfg=n_layer=3,n_head=2,n_embd=32,bias=false
 train_to() {  # NAME NP ARGS...: trains into $WORK/NAME and merges it into $WORK/NAME.h5
@@ -27,7 +28,7 @@ same() {  # A B WHAT
   ok "$3"
 }
 
-drop=(--model gpt --model-config "$cfg,dropout=0.1")
+drop=(--model gpt --model-config "$cfg,dropout=0.1" --data "$D" --seq-len 32)
 train_to np1 1 "${drop[@]}" --batch-size 16
 train_to np1_ac 1 "${drop[@]}" --batch-size 16 --activation-checkpointing
 same np1_ac np1 "1 rank, dropout 0.1: with == without activation checkpointing"
@@ -52,12 +53,20 @@ train_to bf16 1 "${drop[@]}" --batch-size 16 --amp bf16
 train_to bf16_ac 1 "${drop[@]}" --batch-size 16 --amp bf16 --activation-checkpointing
 same bf16_ac bf16 "1 rank --amp bf16, dropout 0.1: with == without"
 
-plain=(--model gpt --model-config "$cfg")
+plain=(--model gpt --model-config "$cfg" --data "$D" --seq-len 32)
 train_to inv2_ac 2 "${plain[@]}" --batch-size 8 --activation-checkpointing
 train_to inv1 1 "${plain[@]}" --batch-size 16
 same inv2_ac inv1 "2 ranks x 8 with activation checkpointing == 1 rank x 16 without"
 
-run_np 1 data synthetic --out "$WORK/img" --n 64 --test-n 16 --classes 4 --height 8 --width 8 >/dev/null
+run_np 1 data synthetic --out "$WORK/img" --n 256 --test-n 16 --classes 4 --height 8 --width 8 >/dev/null
+# A plugin model that implements the hook (tests/plugins/unit_models.cpp; dropout 0.2), 2 ranks.
+LIB="$(dirname "$BIN")/tests/libunit_models.so"
+[ -f "$LIB" ] || fail "no $LIB"
+img=(--model-lib "$LIB" --model residual_mlp --data "$WORK/img" --batch-size 16)
+train_to plug 2 "${img[@]}"
+train_to plug_ac 2 "${img[@]}" --activation-checkpointing
+grep -q "activation checkpointing on for 3 units" "$WORK/plug_ac.txt" || fail "plugin: no start-up line about 3 units"
+same plug_ac plug "a plugin's residual units, 2 ranks, dropout 0.2: with == without"
 expect_error no_units "model mlp (zoo) has no units to checkpoint" train --model mlp --data "$WORK/img" \
   --activation-checkpointing --ckpt-dir "$WORK/nounits" --metrics "$WORK/nounits.jsonl"
 [ ! -e "$WORK/nounits" ] && [ ! -e "$WORK/nounits.jsonl" ] || fail "no_units: something was written"
