@@ -87,6 +87,14 @@ nlohmann::json summary_record(const RunSummary& s) {
                       {"wall_s", s.wall_s},
                       {"straggler", s.straggler},
                       {"restarts", s.restarts}};
+  j["activation_checkpointing"] = s.checkpointed_units > 0;
+  if (s.checkpointed_units > 0) {
+    // What the recompute cost: its host seconds and their share of the run's wall time.
+    j["checkpointed_units"] = s.checkpointed_units;
+    j["recomputed_units"] = s.recomputed_units;
+    j["recompute_s"] = s.recompute_s;
+    j["recompute_pct"] = s.wall_s > 0 ? 100.0 * s.recompute_s / s.wall_s : 0.0;
+  }
   if (s.seq_len > 0) {
     j["tokens_per_s"] = s.samples_per_s * static_cast<double>(s.seq_len);
     if (s.mfu >= 0) j["mfu"] = s.mfu;
@@ -124,6 +132,11 @@ std::string token_data_line(const std::string& dir, const DatasetInfo& inf, cons
                 inf.tokenizer.empty() ? "" : (", tokenizer " + inf.tokenizer).c_str(),
                 (long long)(global_batch * inf.seq_len));
   return buf;
+}
+
+std::string activation_checkpointing_line(int64_t units) {
+  return "activation checkpointing on for " + std::to_string(units) +
+         " units: each keeps only its input and is recomputed in backward (one more forward of the units per step)";
 }
 
 std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, int zero_world, int64_t padding) {

@@ -52,6 +52,10 @@ struct RunSummary {
   double wall_s = 0;
   nlohmann::json straggler;
   int64_t restarts = 0;
+  // --activation-checkpointing: the model's units (0: off) and this rank's recompute forwards
+  // in backward, their count and host seconds (model/checkpoint_unit.h recompute_totals).
+  int64_t checkpointed_units = 0, recomputed_units = 0;
+  double recompute_s = 0;
   int64_t seq_len = 0;  // token data: > 0 adds tokens_per_s and the token metrics
   double mfu = -1;      // model FLOPs utilization (train/mfu.h); < 0: not measured, omitted
   DatasetInfo test;     // for the token metrics
@@ -64,6 +68,10 @@ std::string oom_line(const std::string& device, int64_t step, int64_t batch_size
 // "token data DIR: N train tokens in W windows of T (+1), X test windows, vocab_size V, ..."
 std::string token_data_line(const std::string& dir, const DatasetInfo& train, const DatasetInfo& test,
                             int64_t global_batch);
+
+// "activation checkpointing on for 4 units: each keeps only its input and is recomputed in backward
+// (one more forward of the units per step)".
+std::string activation_checkpointing_line(int64_t units);
 
 // "optimizer sgd, state 3.1 MiB per rank (replicated)" or "(ZeRO-1: 1/4 of it, 37 padding element(s))".
 std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, int zero_world, int64_t padding);

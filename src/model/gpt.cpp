@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/checkpoint_unit.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
 
@@ -125,19 +126,31 @@ struct GptImpl : nn::Module {
     at::Tensor pos = at::arange(t, idx.options());
     at::Tensor x = transformer->wte->forward(idx) + transformer->wpe->forward(pos);
     x = at::dropout(x, o.dropout, is_training());
-    for (const auto& block : *transformer->h) x = block->as<Block>()->forward(x);
+    for (const auto& block : *transformer->h) {
+      BlockImpl* b = block->as<Block>();
+      x = checkpoint ? checkpoint_unit([b](const at::Tensor& in) { return b->forward(in); }, x, b->parameters())
+                     : b->forward(x);
+    }
     x = transformer->ln_f->forward(x);
     return at::linear(x, transformer->wte->weight);  // the LM head, tied to wte
   }
   GptOptions o;
   Transformer transformer{nullptr};
+  bool checkpoint = false;  // --activation-checkpointing: each block recomputed in backward
 };
 TORCH_MODULE(Gpt);
 
 class GptModel final : public ModuleModel {
  public:
   explicit GptModel(Gpt net)
-      : ModuleModel(net.ptr(), [raw = net.get()](const at::Tensor& x) { return raw->forward(x); }), o_(net->o) {}
+      : ModuleModel(net.ptr(), [raw = net.get()](const at::Tensor& x) { return raw->forward(x); }),
+        net_(net.get()),
+        o_(net->o) {}
+
+  int64_t set_activation_checkpointing(bool on) override {
+    net_->checkpoint = on;
+    return o_.n_layer;  // the units: one per transformer block
+  }
 
   bool decays(const std::string& name, const at::Tensor& p) override {
     return p.dim() >= 2 && name != "transformer.wpe.weight";
@@ -172,6 +185,7 @@ class GptModel final : public ModuleModel {
   }
 
  private:
+  GptImpl* net_;  // owned by the ModuleModel
   GptOptions o_;
 };
 

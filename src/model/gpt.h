@@ -16,6 +16,9 @@
 //   slides its context, eval/generate.h).
 // - --model-config keys: n_layer (4), n_head (4), n_embd (128), dropout (0), bias (true); an
 //   unknown key, a bad value or n_embd not divisible by n_head is a CollectiveError in one line.
+// - Activation checkpointing (Model::set_activation_checkpointing): the units are the n_layer
+//   blocks; each keeps only its input and is recomputed in backward (model/checkpoint_unit.h),
+//   same dropout masks. Embeddings, ln_f and the head run as usual.
 // - Weight decay (Model::decays): the matrices (wte and every Linear weight), not biases,
 //   LayerNorm weights or the position table wpe.
 #pragma once

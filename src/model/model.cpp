@@ -78,6 +78,7 @@ class UntiedModel final : public Model {
   std::string describe() override { return inner_->describe(); }
   double train_flops_per_token() override { return inner_->train_flops_per_token(); }
   bool decays(const std::string& name, const at::Tensor& p) override { return inner_->decays(name, p); }
+  int64_t set_activation_checkpointing(bool on) override { return inner_->set_activation_checkpointing(on); }
 
  private:
   ModelPtr inner_;

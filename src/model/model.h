@@ -21,6 +21,11 @@
 //   construction, then checks that every parameter and buffer is on the run's device.
 // - module(): the torch::nn::Module tree behind the model when there is one (SyncBN conversion
 //   walks it); null otherwise.
+// - set_activation_checkpointing(on) (optional, --activation-checkpointing): a model whose
+//   forward falls into units (a transformer block) runs each unit through checkpoint_unit
+//   (model/checkpoint_unit.h, whose contract a unit must meet: no buffer updates, no collectives,
+//   its parameters passed along) while `on`, and returns how many units it has. The default
+//   returns 0: the model has no units, and the trainer refuses the flag in one line naming it.
 // The model/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
@@ -64,6 +69,8 @@ class Model {
   // The other names of shared parameters: (alias, the name named_parameters() lists it under),
   // in the module's order. Empty for a model without tied weights.
   virtual std::vector<std::pair<std::string, std::string>> tied_names() { return {}; }
+  // Optional: recompute units in backward (see the contract); the number of units, 0 for none.
+  virtual int64_t set_activation_checkpointing(bool on) { return 0; }
 };
 using ModelPtr = std::shared_ptr<Model>;
 

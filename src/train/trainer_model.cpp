@@ -116,6 +116,13 @@ void Trainer::State::build_model() {
         throw CollectiveError(std::string("--sync-bn: ") + e.what());
       }
     }
+    if (cfg.activation_checkpointing) {
+      checkpointed_units = model->set_activation_checkpointing(true);
+      if (checkpointed_units <= 0)
+        throw CollectiveError("--activation-checkpointing: model " + cfg.model + " (" + model_entry.origin +
+                              ") has no units to checkpoint (gpt: its transformer blocks; a plugin model implements "
+                              "Model::set_activation_checkpointing, model/model.h)");
+    }
     model->to(device);
     NamedTensors state = model->named_parameters();
     if (state.empty()) throw CollectiveError("model " + cfg.model + " has no parameters to train");

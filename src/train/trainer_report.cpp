@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "metrics/run_report.h"
+#include "model/checkpoint_unit.h"
 #include "runtime/check.h"
 #include "runtime/device.h"
 #include "train/trainer_state_impl.h"
@@ -30,6 +31,7 @@ void Trainer::State::report_start(double base_lr) {
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " +
                optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding));
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
+  if (checkpointed_units > 0) rep->message("hpctrain train: " + activation_checkpointing_line(checkpointed_units));
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
     for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
@@ -97,6 +99,10 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.wall_s = wall_s;
   s.straggler = straggler->summary();
   s.restarts = restart.is_object() ? restart.value("restart", 0) : 0;
+  s.checkpointed_units = checkpointed_units;
+  const RecomputeTotals recomputed = recompute_totals();
+  s.recomputed_units = recomputed.units;
+  s.recompute_s = std::round(recomputed.seconds * 1000) / 1000;
   if (train->info().tokens) s.seq_len = train->info().seq_len;
   if (s.seq_len > 0 && mfu.on()) s.mfu = mfu.mfu(s.samples_per_s * static_cast<double>(s.seq_len));
   s.test = test->info();
