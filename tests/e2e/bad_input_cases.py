@@ -164,7 +164,7 @@ CASES = [
     ("lm_generate_empty_prompt", ["generate", "--ckpt", GCK, "--prompt", "", "--max-new-tokens", "3"],
      ["the prompt is empty"], {}, 2),
     ("lm_generate_text_other_tokenizer", ["generate", "--ckpt", gpt2_tok, "--prompt", "hi", "--max-new-tokens", "3"],
-     ["--prompt TEXT needs a checkpoint trained on bytes", '"gpt2"', "--prompt-tokens"], {}, 2),
+     ["--prompt TEXT needs the checkpoint's tokenizer", '"gpt2"', "--prompt-tokens"], {}, 2),
     ("lm_generate_top_k_over_vocab", ["generate", "--ckpt", GCK, "--prompt", "hi", "--top-k", "300", "--max-new-tokens", "3"],
      ["--top-k 300 is larger than the vocabulary", "vocab_size 256", "at most 256"], {}, 2),
     ("lm_generate_image_ckpt", ["generate", "--ckpt", CK, "--prompt", "hi", "--max-new-tokens", "3"],
