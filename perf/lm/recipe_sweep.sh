@@ -11,6 +11,7 @@
 #     --corpus   text to train on (default /usr/share/games/fortunes, Debian's fortunes)
 #     --only     run only these settings (comma-separated names from the list below)
 #     --bpe-vocab  the BPE model's pieces (default 2048; a small corpus needs fewer)
+#     --calibrate-only  measure every setting's steps for the budget (DIR/<setting>.steps) and stop
 #
 # Settings (the README recipe is `base`: L4 E128 T128, batch 16 per rank, AdamW 3e-3, cosine):
 #   base      L4 E128, T128, b16, lr 3e-3, cosine, bytes
@@ -27,10 +28,16 @@
 # the cosine and WSD schedules end where the budget does. The calibration is outside the
 # budget; each line states the wall time of the real run. Run on an otherwise idle machine (the
 # settings are compared on what they reach in equal time).
+#
+# Only the calibration needs the idle machine: the step count it writes to DIR/<setting>.steps is
+# reused by a later run, and a run of a fixed step count reaches the same loss however busy the
+# machine is (CPU training is bitwise reproducible). So `--calibrate-only` on an idle machine,
+# then the training phase may run niced beside other work; the table's tokens/s and MFU are then
+# the calibration's (idle) figures, and its wall column is the real run's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${HPCTRAIN_BIN:-$here/build/hpctrain}
-BUDGET=1200 NP=2 OUT=$here/perf/lm/results/lm_sweep CORPUS=/usr/share/games/fortunes ONLY="" BPE_VOCAB=2048
+BUDGET=1200 NP=2 OUT=$here/perf/lm/results/lm_sweep CORPUS=/usr/share/games/fortunes ONLY="" BPE_VOCAB=2048 CALIB_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) BUDGET=$2; shift 2 ;;
@@ -39,6 +46,7 @@ while [ $# -gt 0 ]; do
     --corpus) CORPUS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --bpe-vocab) BPE_VOCAB=$2; shift 2 ;;
+    --calibrate-only) CALIB_ONLY=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "recipe_sweep.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -87,24 +95,29 @@ for name in "${ORDER[@]}"; do
   [ "$name" = bpe ] && data=$OUT/data/bpe
   # shellcheck disable=SC2206
   args=(train --model gpt ${ARGS[$name]} --data "$data" "${common[@]}")
-  t0=$EPOCHREALTIME
-  run "${args[@]}" --max-steps 20 --warmup-steps 5 --log-every 10 --metrics "$OUT/$name.calib.jsonl" \
-    >"$OUT/$name.calib.txt" 2>&1
-  wall=$(since "$t0")
-  step_s=$(/usr/bin/python3 -c "
+  if [ ! -f "$OUT/$name.steps" ]; then
+    t0=$EPOCHREALTIME
+    run "${args[@]}" --max-steps 20 --warmup-steps 5 --log-every 10 --metrics "$OUT/$name.calib.jsonl" \
+      >"$OUT/$name.calib.txt" 2>&1
+    wall=$(since "$t0")
+    step_s=$(/usr/bin/python3 -c "
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if '\"train\"' in l][-1]
 print(r['step_s'])" "$OUT/$name.calib.jsonl")
-  steps=$(/usr/bin/python3 -c "
+    /usr/bin/python3 -c "
 budget, wall, step = map(float, __import__('sys').argv[1:])
 fixed = max(wall - 20 * step, 0.0)
-print(max(int((budget - fixed) / step), 20))" "$BUDGET" "$wall" "$step_s")
-  echo "recipe_sweep: $name: $step_s s/step, $(printf %.0f "$wall") s for 20 steps: $steps steps fit ${BUDGET} s"
+print(max(int((budget - fixed) / step), 20))" "$BUDGET" "$wall" "$step_s" >"$OUT/$name.steps"
+    echo "recipe_sweep: $name: $step_s s/step, $(printf %.0f "$wall") s for 20 steps: $(cat "$OUT/$name.steps") steps fit ${BUDGET} s"
+  fi
+  steps=$(cat "$OUT/$name.steps")
+  [ "$CALIB_ONLY" = 1 ] && continue
   t0=$EPOCHREALTIME
   run "${args[@]}" --max-steps "$steps" --warmup-steps $((steps < 2000 ? steps / 10 : 200)) --log-every 50 --metrics "$OUT/$name.jsonl" >"$OUT/$name.txt" 2>&1
   since "$t0" >"$OUT/$name.wall"
   echo "recipe_sweep: $name: test $(field "$OUT/$name.txt" bits_per_byte) bits/byte in $(printf %.0f "$(cat "$OUT/$name.wall")") s"
 done
+[ "$CALIB_ONLY" = 1 ] && exit 0
 
 /usr/bin/python3 - "$OUT" "$BUDGET" "$NP" "${ORDER[@]}" <<'PY' | tee "$OUT/table.md"
 import json, math, re, sys
