@@ -36,7 +36,8 @@ same() {  # same A B WHAT [compare_state args]: A's final state within the toler
 }
 
 # 1. 2 ranks x 8 under --zero 2 == 1 rank x 16 under DDP.
-gpt=(--data "$T" --model gpt --model-config n_layer=2,n_head=2,n_embd=32,bias=false --seq-len 32 --max-steps 20)
+gpt0=(--data "$T" --model gpt --model-config n_layer=2,n_head=2,n_embd=32,bias=false --seq-len 32)
+gpt=("${gpt0[@]}" --max-steps 20)
 img=(--data "$D" --max-steps 20)
 for m in "gpt" "mlp" "cnn" "ts"; do
   skip=()
@@ -60,8 +61,8 @@ same mlp-z2-acc mlp-z0 "mlp 2 ranks x 2 micro-batches of 4 --zero 2 == 1 rank x 
 train mlp-z2-bf16 2 "${img[@]}" --model mlp --batch-size 8 --zero 2 --grad-comm-dtype bf16
 same mlp-z2-bf16 mlp-z0 "mlp --zero 2 --grad-comm-dtype bf16 within bf16 rounding of fp32 DDP" --rtol 2e-2
 
-train gpt-z2-ac 2 "${gpt[@]}" --batch-size 8 --zero 2 --amp bf16 --activation-checkpointing --max-steps 8
-train gpt-z1-ac 2 "${gpt[@]}" --batch-size 8 --zero 1 --amp bf16 --activation-checkpointing --max-steps 8
+train gpt-z2-ac 2 "${gpt0[@]}" --batch-size 8 --zero 2 --amp bf16 --activation-checkpointing --max-steps 8
+train gpt-z1-ac 2 "${gpt0[@]}" --batch-size 8 --zero 1 --amp bf16 --activation-checkpointing --max-steps 8
 same gpt-z2-ac gpt-z1-ac "gpt --amp bf16 --activation-checkpointing: --zero 2 == --zero 1" --exact
 
 # 3. What a ZeRO-2 rank holds: the gradient shard only, after every step.
