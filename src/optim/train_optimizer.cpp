@@ -78,7 +78,7 @@ class ReplicatedOptimizer final : public TrainOptimizer {
   int64_t slots_ = 0;
 };
 
-// --zero 1: each rank steps its shard, then the parameters are allgathered.
+// --zero 1|2: each rank steps its shard, then the parameters are allgathered.
 class ZeroOptimizer final : public TrainOptimizer {
  public:
   ZeroOptimizer(const OptimConfig& c, Model& model, DistributedDataParallel& ddp, Communicator& comm, double base_lr)

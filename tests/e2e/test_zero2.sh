@@ -113,8 +113,8 @@ run_np 1 plan --model gpt --model-config n_layer=2,n_head=2,n_embd=32,bias=false
 run_np 1 plan --model gpt --model-config n_layer=2,n_head=2,n_embd=32,bias=false --seq-len 32 --vocab-size "$V" \
   --world 2 >"$WORK/plan.txt" || fail "plan (table)"
 grep -q "^ *2 " "$WORK/plan.txt" || fail "plan's table has no stage 2 row"
-/usr/bin/python3 - "$WORK/plan.json" "$WORK/gpt-z2.jsonl" "$WORK/gpt-z0.jsonl" "$V" <<'PY' || fail "plan figures"
-import json, sys
+/usr/bin/python3 - "$WORK/plan.json" "$WORK/gpt-z2.jsonl" "$WORK/gpt-z0.jsonl" "$V" "$WORK/gpt-z2.txt" <<'PY' || fail "plan figures"
+import json, re, sys
 plan = {r["stage"]: r for r in map(json.loads, open(sys.argv[1])) if "stage" in r}
 L, E, T, V, N = 2, 32, 32, int(sys.argv[4]), 2
 P = V * E + T * E + L * (12 * E * E + 2 * E) + E   # gpt, bias=false, lm_head tied to wte
@@ -136,8 +136,10 @@ for stage, run in ((2, sys.argv[2]), (0, sys.argv[3])):
     real = ms(run)
     for k in ("parameters", "gradients", "optimizer_state"):
         assert real[k] == plan[stage][k], (stage, k, real[k], plan[stage][k])
+start = re.search(r"model state per rank \(ZeRO-2\): .* total .* \((\d+) bytes\)", open(sys.argv[5]).read())
+assert start and int(start.group(1)) == plan[2]["total"], (start and start.group(0), plan[2]["total"])
 print(f"ok: plan gpt L2 E32 V{V} on 2 ranks (P={P}): totals " +
-      ", ".join(f"stage {s} {plan[s]['total']} B" for s in range(4)) + "; stages 0 and 2 == the real runs' figures")
+      ", ".join(f"stage {s} {plan[s]['total']} B" for s in range(4)) + "; stages 0 and 2 == the real runs' figures (start-up line and summary)")
 PY
 
 # 6. Bad input: one line, exit 2.
