@@ -82,8 +82,11 @@ int plan(World& w, const PlanArgs& a) {
   int64_t p = 0;
   for (const auto& x : params) p += x.second;
   if (a.json) {
-    std::printf("%s\n", nlohmann::json({{"model", a.model}, {"parameters", p}, {"world", a.world},
-                                        {"optimizer", a.optimizer}, {"optimizer_slots", o.optimizer_slots},
+    std::printf("%s\n", nlohmann::json({{"model", a.model},
+                                        {"parameters", p},
+                                        {"world", a.world},
+                                        {"optimizer", a.optimizer},
+                                        {"optimizer_slots", o.optimizer_slots},
                                         {"amp", a.amp}})
                             .dump()
                             .c_str());
@@ -102,9 +105,10 @@ int plan(World& w, const PlanArgs& a) {
     std::fflush(stdout);
     return 0;
   }
-  std::printf("hpctrain plan: model %s, %lld parameters, %d rank(s), optimizer %s (%d fp32 slot(s) per parameter), "
-              "amp %s; model state per rank (activations and buffers not included)\n",
-              a.model.c_str(), static_cast<long long>(p), a.world, a.optimizer.c_str(), o.optimizer_slots, a.amp.c_str());
+  std::printf(
+      "hpctrain plan: model %s, %lld parameters, %d rank(s), optimizer %s (%d fp32 slot(s) per parameter), "
+      "amp %s; model state per rank (activations and buffers not included)\n",
+      a.model.c_str(), static_cast<long long>(p), a.world, a.optimizer.c_str(), o.optimizer_slots, a.amp.c_str());
   std::printf("%5s %14s %14s %16s %28s %14s\n", "stage", "parameters", "gradients", "optimizer state",
               "largest gathered unit", "total");
   for (const auto& s : stages) {
@@ -113,19 +117,22 @@ int plan(World& w, const PlanArgs& a) {
     std::printf("%5d %14s %14s %16s %28s %14s\n", s.stage, mib(s.parameters).c_str(), mib(s.gradients).c_str(),
                 mib(s.optimizer_state).c_str(), unit.c_str(), mib(s.total()).c_str());
   }
-  std::printf("stage 2's gradients are the shard; during backward the buckets in flight (up to --bucket-mb "
-              "each) come and go. Stage 3 is an estimate (docs/zero.md).\n");
+  std::printf(
+      "stage 2's gradients are the shard; during backward the buckets in flight (up to --bucket-mb "
+      "each) come and go. Stage 3 is an estimate (docs/zero.md).\n");
   std::fflush(stdout);
   return 0;
 }
 
 void add(CLI::App& root, Action& chosen) {
   auto* cmd = root.add_subcommand(
-      "plan", "model state per rank for ZeRO stages 0-3 (parameters, gradients, optimizer state, largest gathered "
-              "unit) without allocating the model");
+      "plan",
+      "model state per rank for ZeRO stages 0-3 (parameters, gradients, optimizer state, largest gathered "
+      "unit) without allocating the model");
   auto a = std::make_shared<PlanArgs>();
-  cmd->add_option("--model", a->model, "model: gpt (sized from its config alone), mlp|cnn|resnet, a plugin's model "
-                                       "or a TorchScript file (built once on the CPU)");
+  cmd->add_option("--model", a->model,
+                  "model: gpt (sized from its config alone), mlp|cnn|resnet, a plugin's model "
+                  "or a TorchScript file (built once on the CPU)");
   cmd->add_option("--model-config", a->model_config, "gpt: n_layer=..,n_head=..,n_embd=..,bias=..");
   cmd->add_option("--world", a->world, "ranks (N)")->required();
   cmd->add_option("--zero", a->zero, "print only this stage (default: all)")->check(CLI::Range(0, 3));

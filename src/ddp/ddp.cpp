@@ -84,8 +84,9 @@ DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTenso
   if (opts_.zero) {
     for (const auto& sp : specs)
       if (sp.dtype != specs[0].dtype)
-        throw CollectiveError("--zero " + std::to_string(opts_.shard_gradients ? 2 : 1) + " needs every trained parameter in one dtype; " + sp.name + " is " + sp.dtype +
-                              ", " + specs[0].name + " " + specs[0].dtype);
+        throw CollectiveError("--zero " + std::to_string(opts_.shard_gradients ? 2 : 1) +
+                              " needs every trained parameter in one dtype; " + sp.name + " is " + sp.dtype + ", " +
+                              specs[0].name + " " + specs[0].dtype);
     zero_ = std::make_unique<ZeroPartition>(make_zero_partition(plan, specs, comm_.size()));
     ro.zero = zero_.get();
   }

@@ -97,7 +97,8 @@ void Reducer::ensure_bucket_locked(size_t b) {
   const Bucket& bk = plan_.buckets[b];
   const at::Tensor& first = params_[bk.params.front()];
   buffers_[b] = at::zeros({bucket_numel_[b]}, first.options().requires_grad(false));  // padding and unused: zeros
-  if (cast_) comm_bufs_[b] = at::empty({bucket_numel_[b]}, first.options().dtype(opts_.comm_dtype).requires_grad(false));
+  if (cast_)
+    comm_bufs_[b] = at::empty({bucket_numel_[b]}, first.options().dtype(opts_.comm_dtype).requires_grad(false));
   for (size_t s = 0; s < bk.params.size(); ++s) {
     size_t i = bk.params[s];
     slots_[i] = buffers_[b].narrow(0, bk.offsets[s], params_[i].numel()).view(params_[i].sizes());

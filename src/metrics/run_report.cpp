@@ -171,7 +171,8 @@ std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, in
   if (zero_world <= 0)
     std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (replicated)", optimizer.c_str(), mib);
   else
-    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (ZeRO-%d: 1/%d of it, %lld padding element(s))",
+    std::snprintf(buf, sizeof(buf),
+                  "optimizer %s, state %.2f MiB per rank (ZeRO-%d: 1/%d of it, %lld padding element(s))",
                   optimizer.c_str(), mib, stage, zero_world, static_cast<long long>(padding));
   return buf;
 }

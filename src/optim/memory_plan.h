@@ -27,8 +27,8 @@ namespace hpctrain {
 
 struct MemoryPlanOptions {
   int world = 1;
-  int optimizer_slots = 2;   // AdamW 2, SGD with momentum 1, SGD 0
-  bool amp_bf16 = false;     // stage 3 gathers in bf16 over fp32 master shards
+  int optimizer_slots = 2;                         // AdamW 2, SGD with momentum 1, SGD 0
+  bool amp_bf16 = false;                           // stage 3 gathers in bf16 over fp32 master shards
   double bucket_mb = 25.0, first_bucket_mb = 1.0;  // DDP's defaults (ddp/ddp.h)
 };
 
