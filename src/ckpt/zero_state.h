@@ -1,4 +1,4 @@
-// Sharded (ZeRO-1) optimizer state in checkpoints <-> the per-parameter layout DDP runs save.
+// Sharded (ZeRO-1/2) optimizer state in checkpoints <-> the per-parameter layout DDP runs save.
 //
 // A ZeRO-1 checkpoint holds, besides model/ and state/, optim/zero/r<k>.<slot> for every rank k
 // of the saving run (rank k's flat shard of slot exp_avg, exp_avg_sq or momentum_buffer,

@@ -79,11 +79,14 @@ DistributedDataParallel::DistributedDataParallel(NamedTensors params, NamedTenso
   BucketPlan plan = make_bucket_plan(specs, cap, first);
   ReducerOptions ro{opts_.find_unused_parameters};
   ro.comm_dtype = opts_.grad_comm_dtype;
+  if (opts_.shard_gradients && !opts_.zero) throw CollectiveError("DDP: shard_gradients (ZeRO-2) needs zero");
+  ro.shard_gradients = opts_.shard_gradients;
   if (opts_.zero) {
     for (const auto& sp : specs)
       if (sp.dtype != specs[0].dtype)
-        throw CollectiveError("--zero 1 needs every trained parameter in one dtype; " + sp.name + " is " + sp.dtype +
-                              ", " + specs[0].name + " " + specs[0].dtype);
+        throw CollectiveError("--zero " + std::to_string(opts_.shard_gradients ? 2 : 1) +
+                              " needs every trained parameter in one dtype; " + sp.name + " is " + sp.dtype + ", " +
+                              specs[0].name + " " + specs[0].dtype);
     zero_ = std::make_unique<ZeroPartition>(make_zero_partition(plan, specs, comm_.size()));
     ro.zero = zero_.get();
   }
@@ -161,8 +164,16 @@ void DistributedDataParallel::flatten_parameters() {
 }
 
 const ZeroPartition& DistributedDataParallel::zero_partition() const {
-  if (!zero_) throw Error("DDP: not in ZeRO-1 mode");
+  if (!zero_) throw Error("DDP: not in ZeRO mode");
   return *zero_;
+}
+
+int64_t DistributedDataParallel::held_param_bytes() const {
+  int64_t n = 0;
+  for (const auto& b : param_buffers_) n += static_cast<int64_t>(b.nbytes());
+  for (const auto& p : all_params_)  // under ZeRO the trained ones are counted in their buckets
+    if (!zero_ || !p.requires_grad()) n += static_cast<int64_t>(p.nbytes());
+  return n;
 }
 
 std::vector<at::Tensor> DistributedDataParallel::param_blocks() const {

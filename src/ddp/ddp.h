@@ -24,6 +24,12 @@
 //   the local one. The caller steps its optimizer on param_blocks() and then calls
 //   allgather_params(), which leaves every rank with the updated parameters. All trained
 //   parameters must share one dtype.
+// - ZeRO-2 (DdpOptions::zero and shard_gradients): as ZeRO-1, but the reducer keeps only the
+//   gradient shard: .grad is undefined between steps and each bucket's full buffer lives only
+//   from its first gradient to the end of its reduce-scatter (reducer.h). Gradient accumulation
+//   (no_sync) accumulates in autograd's full-size .grad until the synchronized backward.
+// - held_param_bytes(): the bytes of the trained and frozen parameters this rank holds (under
+//   ZeRO the padded flat buckets).
 // The ddp/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
@@ -44,6 +50,7 @@ struct DdpOptions {
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
   bool zero = false;  // ZeRO-1: shard the gradient reduction (see contract)
+  bool shard_gradients = false;  // ZeRO-2 (with zero): keep only the gradient shard
   // Gradients travel in this dtype (kBFloat16/kHalf halve the bytes; Undefined: their own dtype).
   at::ScalarType grad_comm_dtype = at::ScalarType::Undefined;
 };
@@ -85,8 +92,10 @@ class DistributedDataParallel {
   NoSync no_sync() { return NoSync(*this); }
   bool sync_enabled() const { return sync_enabled_; }
 
-  // ZeRO-1 only (zero() true).
+  // ZeRO-1 and ZeRO-2 (zero() true); zero_stage() 0, 1 or 2.
   bool zero() const { return zero_ != nullptr; }
+  int zero_stage() const { return zero_ ? (opts_.shard_gradients ? 2 : 1) : 0; }
+  int64_t held_param_bytes() const;
   const ZeroPartition& zero_partition() const;
   // This rank's parameter blocks (views of the bucket parameter buffers) and averaged gradient
   // blocks, one per bucket, in partition order.

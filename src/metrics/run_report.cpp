@@ -82,6 +82,7 @@ nlohmann::json summary_record(const RunSummary& s) {
                       {"peak_mem_mb_per_rank", peaks},
                       {"zero", s.zero},
                       {"optim_state_bytes_per_rank", s.optim_state_bytes_per_rank},
+                      {"model_state_bytes_per_rank", s.model_state.to_json()},
                       {"grad_comm_dtype", s.grad_comm_dtype},  // what the gradients travelled in
                       {"bytes_reduced", s.bytes_reduced},
                       {"wall_s", s.wall_s},
@@ -139,14 +140,40 @@ std::string activation_checkpointing_line(int64_t units) {
          " units: each keeps only its input and is recomputed in backward (one more forward of the units per step)";
 }
 
-std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, int zero_world, int64_t padding) {
+nlohmann::json ModelStateBytes::to_json() const {
+  return {{"stage", stage},
+          {"parameters", parameters},
+          {"gradients", gradients},
+          {"gradients_peak", gradients_peak},
+          {"optimizer_state", optimizer_state},
+          {"largest_unit", largest_unit},
+          {"total", total()}};
+}
+
+std::string model_state_line(const ModelStateBytes& m) {
+  auto mib = [](int64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / 1048576.0);
+    return std::string(buf);
+  };
+  std::string s = "model state per rank (" + (m.stage == 0 ? std::string("DDP") : "ZeRO-" + std::to_string(m.stage)) +
+                  "): parameters " + mib(m.parameters) + ", gradients " + mib(m.gradients);
+  if (m.stage == 2) s += " (the shard; plus the buckets in flight during backward)";
+  s += ", optimizer state " + mib(m.optimizer_state) + ", largest gathered unit ";
+  s += m.stage >= 3 ? mib(m.largest_unit) : "none (stage " + std::to_string(m.stage) + " gathers none)";
+  return s + ", total " + mib(m.total()) + " (" + std::to_string(m.total()) + " bytes)";
+}
+
+std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, int zero_world, int64_t padding,
+                           int stage) {
   char buf[200];
   double mib = static_cast<double>(state_bytes) / 1048576.0;
   if (zero_world <= 0)
     std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (replicated)", optimizer.c_str(), mib);
   else
-    std::snprintf(buf, sizeof(buf), "optimizer %s, state %.2f MiB per rank (ZeRO-1: 1/%d of it, %lld padding element(s))",
-                  optimizer.c_str(), mib, zero_world, static_cast<long long>(padding));
+    std::snprintf(buf, sizeof(buf),
+                  "optimizer %s, state %.2f MiB per rank (ZeRO-%d: 1/%d of it, %lld padding element(s))",
+                  optimizer.c_str(), mib, stage, zero_world, static_cast<long long>(padding));
   return buf;
 }
 

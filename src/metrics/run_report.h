@@ -38,6 +38,20 @@ std::string eval_line(const nlohmann::json& rec, bool classification, bool token
 nlohmann::json interval_record(const IntervalReport& iv, int64_t step, int64_t epoch, double lr, double peak_mem_mb,
                                int64_t seq_len);
 
+// Model state one rank holds, in bytes, measured from the run's tensors: parameters (under ZeRO
+// the padded flat buckets), gradients (bucket buffers and shard; ZeRO-2: the shard, plus any
+// .grad not yet taken), gradients_peak (the most the reducer held during the last synchronized
+// backward: the shard plus the buckets in flight; 0 before a step), the optimizer state, and the
+// largest unit gathered at once (stage 3; 0 for stages 0-2, which gather none).
+struct ModelStateBytes {
+  int64_t stage = 0, parameters = 0, gradients = 0, gradients_peak = 0, optimizer_state = 0, largest_unit = 0;
+  int64_t total() const { return parameters + gradients + optimizer_state + largest_unit; }
+  nlohmann::json to_json() const;
+};
+// "model state per rank (ZeRO-2): parameters 3.15 MiB, gradients 1.58 MiB, optimizer state 3.15 MiB,
+// largest gathered unit none (stage 2 gathers none), total 7.88 MiB"
+std::string model_state_line(const ModelStateBytes& m);
+
 // The figures of the summary record (README "Metrics": the summary).
 struct RunSummary {
   int world_size = 1;
@@ -48,6 +62,7 @@ struct RunSummary {
   double data_wait_pct = 0, comm_blocked_pct = 0;
   std::vector<double> peak_mem_mb_per_rank;
   int64_t zero = 0, optim_state_bytes_per_rank = 0, bytes_reduced = 0;
+  ModelStateBytes model_state;  // rank 0's (every rank holds equal shares)
   std::string grad_comm_dtype;
   double wall_s = 0;
   nlohmann::json straggler;
@@ -74,6 +89,7 @@ std::string token_data_line(const std::string& dir, const DatasetInfo& train, co
 std::string activation_checkpointing_line(int64_t units);
 
 // "optimizer sgd, state 3.1 MiB per rank (replicated)" or "(ZeRO-1: 1/4 of it, 37 padding element(s))".
-std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, int zero_world, int64_t padding);
+std::string optimizer_line(const std::string& optimizer, int64_t state_bytes, int zero_world, int64_t padding,
+                           int stage = 1);
 
 }  // namespace hpctrain

@@ -25,6 +25,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/model.h"
 
@@ -40,5 +42,8 @@ struct GptOptions {
 // The options of a spec (vocab from the data, block size = seq_len, the rest --model-config).
 GptOptions gpt_options(const ModelSpec& spec);
 ModelPtr make_gpt(const GptOptions& o);
+// The trained parameters of make_gpt(o), name and element count, in the model's order, computed
+// from `o` alone (nothing allocated): what `hpctrain plan` sizes (model/gpt_shapes.cpp).
+std::vector<std::pair<std::string, int64_t>> gpt_parameter_numels(const GptOptions& o);
 
 }  // namespace hpctrain

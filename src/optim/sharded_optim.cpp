@@ -13,7 +13,7 @@ namespace hpctrain {
 
 void check_sharded_optimizer(const std::string& name) {
   if (name != "sgd" && name != "adamw")
-    throw Error("--zero 1: optimizer '" + name + "' has no sharded implementation (sgd and adamw do)");
+    throw Error("--zero 1/2: optimizer '" + name + "' has no sharded implementation (sgd and adamw do)");
 }
 
 ShardedOptimizer::ShardedOptimizer(ShardedOptimOptions opts, std::vector<at::Tensor> param_blocks,

@@ -78,7 +78,7 @@ class ReplicatedOptimizer final : public TrainOptimizer {
   int64_t slots_ = 0;
 };
 
-// --zero 1: each rank steps its shard, then the parameters are allgathered.
+// --zero 1|2: each rank steps its shard, then the parameters are allgathered.
 class ZeroOptimizer final : public TrainOptimizer {
  public:
   ZeroOptimizer(const OptimConfig& c, Model& model, DistributedDataParallel& ddp, Communicator& comm, double base_lr)
@@ -161,6 +161,7 @@ class ZeroOptimizer final : public TrainOptimizer {
     if (opt_->options().name == "adamw")
       st.tensors.emplace_back(kZeroStepTensor, at::scalar_tensor(opt_->steps(), at::kLong));
     st.meta["zero"] = z.to_json();
+    st.meta["zero"]["stage"] = ddp_.zero_stage();  // 1 or 2: the same sharded layout either way
   }
   void restore(const CheckpointState& st, const std::string& source) override {
     CheckpointState flat = st;

@@ -1,5 +1,5 @@
 // TrainOptimizer: the optimizer step as the trainer drives it, replicated (DDP) or sharded
-// (ZeRO-1, --zero 1).
+// (ZeRO-1 and ZeRO-2, --zero 1|2: the same optimizer over DDP's gradient shard).
 //
 // Contract:
 // - step(): unscales the gradient (fp16; the inf/NaN verdict is agreed over all ranks), takes
@@ -17,7 +17,8 @@
 //     blocks are allgathered, so every rank ends the step with identical parameters.
 // - capture(): appends the optimizer's checkpoint tensors. Replicated: optim/<param>.<slot>
 //   (train_state.h). Sharded: optim/zero/r<k>.<slot> (rank k's flat shard of each slot),
-//   optim/zero/step (AdamW) and meta "zero" (the partition: ddp/zero_partition.h). Collective
+//   optim/zero/step (AdamW) and meta "zero" (the partition: ddp/zero_partition.h, plus
+//   "stage": 1 or 2, the stage that wrote it; both stages write the same layout). Collective
 //   for the sharded one: rank 0 writes every rank's shard, so the shards are gathered.
 // - restore(): loads either layout whatever this run's mode and world size (ckpt/zero_state.h
 //   turns sharded state into per-parameter state; the sharded optimizer re-slices it for its
@@ -55,7 +56,7 @@ class TrainOptimizer {
   virtual bool sharded() const = 0;
 };
 
-// The replicated optimizer with --zero 0, the sharded one with --zero 1 (ddp built with zero).
+// The replicated optimizer with --zero 0, the sharded one with --zero 1|2 (ddp built with zero).
 std::unique_ptr<TrainOptimizer> make_train_optimizer(const OptimConfig& c, Model& model, DistributedDataParallel& ddp,
                                                      Communicator& comm, double base_lr);
 

@@ -139,7 +139,8 @@ void Trainer::State::build_model() {
   DdpOptions dopts;
   dopts.bucket_cap_mb = cfg.bucket_mb;
   dopts.broadcast_buffers = !cfg.sync_bn;
-  dopts.zero = cfg.zero == 1;
+  dopts.zero = cfg.zero == 1 || cfg.zero == 2;
+  dopts.shard_gradients = cfg.zero == 2;  // ZeRO-2: only the gradient shard persists
   dopts.grad_comm_dtype = cfg.grad_comm_dtype == "bf16"   ? at::kBFloat16
                          : cfg.grad_comm_dtype == "fp16" ? at::kHalf
                                                          : at::ScalarType::Undefined;

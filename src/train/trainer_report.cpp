@@ -29,7 +29,8 @@ void Trainer::State::report_start(double base_lr) {
                std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " +
-               optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding));
+               optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding, ddp->zero_stage()));
+  rep->message("hpctrain train: " + model_state_line(model_state()));
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
   if (checkpointed_units > 0) rep->message("hpctrain train: " + activation_checkpointing_line(checkpointed_units));
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
@@ -94,6 +95,7 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.peak_mem_mb_per_rank = peak_memory_per_rank();
   s.zero = cfg.zero;
   s.optim_state_bytes_per_rank = opt->state_bytes();
+  s.model_state = model_state();
   s.grad_comm_dtype = ddp->reducer().wire_dtype_name();
   s.bytes_reduced = stats.bytes_reduced();
   s.wall_s = wall_s;
@@ -113,6 +115,17 @@ void Trainer::State::throw_oom() {
   // The guard then aborts the job, so no other rank waits in the step's allreduce.
   throw Error(oom_line(dev.str(), step, cfg.batch_size, dev.cuda ? cuda_memory_in_use_mb(dev.index) : 0.0,
                        peak_memory_mb(dev)));
+}
+
+// What this rank holds of the model state, measured from the run's tensors (metrics/run_report.h).
+ModelStateBytes Trainer::State::model_state() const {
+  ModelStateBytes m;
+  m.stage = ddp->zero_stage();
+  m.parameters = ddp->held_param_bytes();
+  m.gradients = ddp->reducer().held_grad_bytes();
+  m.gradients_peak = ddp->reducer().last_stats().peak_grad_bytes;
+  m.optimizer_state = opt->state_bytes();
+  return m;
 }
 
 // Collective: every rank's peak memory (CUDA allocator peak, or peak RSS on CPU), by rank.

@@ -17,6 +17,7 @@
 #include "ddp/ddp.h"
 #include "diag/link_probe.h"
 #include "metrics/progress.h"
+#include "metrics/run_report.h"
 #include "metrics/step_stats.h"
 #include "metrics/straggler_watch.h"
 #include "model/model.h"
@@ -89,6 +90,7 @@ struct Trainer::State {
   void save_checkpoint(int64_t epoch, bool sync);
   bool step_boundary();
   std::vector<double> peak_memory_per_rank();
+  ModelStateBytes model_state() const;  // this rank's parameters, gradients, optimizer state (bytes)
   EvalResult run_eval(int64_t epoch);
   nlohmann::json summary(int64_t epoch, const EvalResult& last_eval, double wall_s, bool trained);
   [[noreturn]] void throw_oom();

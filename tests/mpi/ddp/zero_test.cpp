@@ -1,5 +1,6 @@
-// ZeRO-1 under MPI with 1, 2 and 4 ranks: reduce-scattered gradients, a sharded optimizer and
-// allgathered parameters end where one process with torch::optim on the concatenated batch ends.
+// ZeRO-1 and ZeRO-2 under MPI with 1, 2 and 4 ranks: reduce-scattered gradients, a sharded
+// optimizer and allgathered parameters end where one process with torch::optim on the
+// concatenated batch ends; ZeRO-2 holds no full-size gradient after a step.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -27,6 +28,7 @@ struct Case {
   double clip = 0;
   int micro = 1;
   double cap_mb = 25.0;
+  int stage = 1;  // 2: ZeRO-2 (DdpOptions::shard_gradients)
 };
 
 std::unique_ptr<torch::optim::Optimizer> torch_opt(const Case& c, std::vector<at::Tensor> ps) {
@@ -76,11 +78,19 @@ void train_zero(TinyMlp& m, const Batches& d, const Case& c, Communicator& comm)
   o.bucket_cap_mb = c.cap_mb;
   o.first_bucket_mb = std::min(1.0, c.cap_mb);
   o.zero = true;
+  o.shard_gradients = c.stage == 2;
   DistributedDataParallel ddp(m.ptr(), comm, o);
   ShardedOptimizer opt(sharded_opts(c), ddp.param_blocks(), ddp.grad_blocks());
+  const int64_t shard_bytes = ddp.zero_partition().shard_numel() * 4;
   for (int s = 0; s < kSteps; ++s) {
     ddp.zero_grad();
     ddp_backward(ddp, m, d.x[s], d.y[s], comm.rank(), comm.size(), c.micro);
+    if (c.stage == 2) {  // after backward: the shard, and no full-size gradient anywhere
+      EXPECT_EQ(ddp.reducer().held_grad_bytes(), shard_bytes) << "step " << s;
+      for (size_t b = 0; b < ddp.plan().buckets.size(); ++b) EXPECT_FALSE(ddp.reducer().bucket_buffer(b).defined());
+      for (auto& p : m->parameters()) EXPECT_FALSE(p.grad().defined());
+      EXPECT_GT(ddp.reducer().last_stats().peak_grad_bytes, shard_bytes);  // a bucket was in flight
+    }
     if (c.clip > 0) clip_grad_norm_sharded(ddp.grad_blocks(), c.clip, comm);
     opt.step();
     ddp.allgather_params();
@@ -106,6 +116,31 @@ TEST(Zero1, AdamWMatchesOneProcess) { check({"adamw"}); }
 TEST(Zero1, ManySmallBucketsMatchOneProcess) { check({"adamw", 0, 1, 0.0005}); }
 TEST(Zero1, ClippingIsExactOverShards) { check({"sgd", 0.05}); }
 TEST(Zero1, GradAccumulationWithNoSync) { check({"adamw", 0, 3}); }
+TEST(Zero2, SgdNesterovMatchesOneProcess) { check({"sgd", 0, 1, 25.0, 2}); }
+TEST(Zero2, AdamWWithClippingOverManyBucketsMatchesOneProcess) { check({"adamw", 0.05, 1, 0.0005, 2}); }
+TEST(Zero2, GradAccumulationWithNoSync) { check({"adamw", 0, 3, 0.002, 2}); }
+
+// With many buckets, the most a ZeRO-2 rank holds during backward stays below ZeRO-1's full
+// buffers plus shard: buckets are released as their reduce-scatter completes.
+TEST(Zero2, HoldsTheShardPlusTheBucketsInFlight) {
+  torch::manual_seed(1);
+  TinyMlp m(20, 33, 5);
+  DdpOptions o;
+  o.zero = o.shard_gradients = true;
+  o.bucket_cap_mb = o.first_bucket_mb = 0.0005;
+  DistributedDataParallel ddp(m.ptr(), cpu_comm(), o);
+  Batches d = make_data(world().size() * kB);
+  const ZeroPartition& z = ddp.zero_partition();
+  const int64_t shard = z.shard_numel() * 4, full = (z.param_numel() + z.padding()) * 4;
+  ASSERT_GT(z.buckets.size(), 2u);
+  EXPECT_EQ(ddp.reducer().held_grad_bytes(), shard);  // before any step
+  ddp_backward(ddp, m, d.x[0], d.y[0], world().rank(), world().size(), 1);
+  EXPECT_EQ(ddp.reducer().held_grad_bytes(), shard);
+  const int64_t peak = ddp.reducer().last_stats().peak_grad_bytes;
+  EXPECT_GT(peak, shard);
+  EXPECT_LE(peak, shard + full);
+  if (world().size() == 1) EXPECT_LT(peak, shard + full);  // a world of one releases each bucket at once
+}
 
 // RecordingComm leaves reduce_scatter / allgather_into to Communicator's fallbacks (over
 // allreduce and broadcast), so this also proves the fallbacks compute the same thing.

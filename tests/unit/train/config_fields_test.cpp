@@ -184,11 +184,12 @@ TEST(ConfigPairings, AreCheckedWhenTheConfigIsLoaded) {
   }
   std::remove(script.c_str());
   try {
-    load_config("", {{"data", "/d"}, {"zero", "2"}});
-    ADD_FAILURE() << "--zero 2 was accepted";
+    load_config("", {{"data", "/d"}, {"zero", "3"}});
+    ADD_FAILURE() << "--zero 3 was accepted";
   } catch (const CollectiveError& e) {
-    EXPECT_NE(std::string(e.what()).find("--zero 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--zero 3"), std::string::npos) << e.what();
   }
+  EXPECT_NO_THROW(load_config("", {{"data", "/d"}, {"zero", "2"}, {"optimizer", "adamw"}}));
   TrainConfig c;
   c.data = "/d";
   c.zero = 1;
@@ -196,4 +197,7 @@ TEST(ConfigPairings, AreCheckedWhenTheConfigIsLoaded) {
   EXPECT_THROW(check_pairings(c), CollectiveError);
   c.optimizer = "adamw";
   EXPECT_NO_THROW(check_pairings(c));
+  c.zero = 2;
+  c.optimizer = "lamb";
+  EXPECT_THROW(check_pairings(c), CollectiveError);
 }
