@@ -32,7 +32,8 @@ struct Local {
 };
 
 // The newest snapshot of this job and config on this host that verifies (every checksum).
-Local newest_on_host(const std::string& dir, const std::string& job, const std::string& config, int rank) {
+Local newest_on_host(const std::string& dir, const std::string& job, const std::string& config, int64_t global_batch,
+                     int rank) {
   std::vector<std::tuple<int64_t, int, std::string>> cands;  // (step, saving rank, path)
   static const std::regex rank_re("rank-([0-9]{5})"), step_re("step-([0-9]+)");
   std::error_code ec;
@@ -56,9 +57,10 @@ Local newest_on_host(const std::string& dir, const std::string& job, const std::
     try {
       CheckpointState st = read_checkpoint(path, c10::kCPU);
       const nlohmann::json s = st.meta.value("snapshot", nlohmann::json::object());
-      if (s.value("job", "") != job || s.value("config", "") != config) {
-        std::fprintf(stderr, "hpctrain: rank %d: note: ignoring snapshot %s: another job or config\n", rank,
-                     path.c_str());
+      if (s.value("job", "") != job || s.value("config", "") != config ||
+          s.value("global_batch", int64_t{-1}) != global_batch) {
+        std::fprintf(stderr, "hpctrain: rank %d: note: ignoring snapshot %s: another job, config or global batch\n",
+                     rank, path.c_str());
         continue;
       }
       return {step, old_rank, std::move(st)};
@@ -110,7 +112,7 @@ void broadcast_state(CheckpointState& st, MPI_Comm comm) {
 std::optional<SnapshotSession::Picked> SnapshotSession::pick(int64_t disk_step, c10::Device device) {
   if (!on_ || cfg_.resume != "auto") return std::nullopt;
   MPI_Comm world = world_.mpi_comm();
-  Local mine = newest_on_host(dir_, job_, config_fp_, world_.rank());
+  Local mine = newest_on_host(dir_, job_, config_fp_, world_.size() * cfg_.batch_size, world_.rank());
   // Snapshots of other jobs or configs beside this one: named, never used.
   if (world_.local_rank() == 0) {
     std::error_code ec;

@@ -72,8 +72,10 @@ std::string snapshot_job_key(const TrainConfig& cfg) {
 
 std::string snapshot_config_fingerprint(const TrainConfig& cfg) {
   nlohmann::json j = cfg.to_json();
-  // What a restart may change without changing the training: where it reports and resumes.
-  for (const char* k : {"resume", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every",
+  // What a restart may change without changing the training: where it reports and resumes, and
+  // the per-rank batch (a launcher that shrinks the job keeps the global batch: the snapshot
+  // carries that, checked when it is picked).
+  for (const char* k : {"resume", "batch_size", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every",
                         "collective_timeout", "flight_records", "debug_collectives", "straggler_threshold"})
     j.erase(k);
   return fnv16(j.dump());
@@ -137,6 +139,7 @@ void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer&
                            {"config", config_fp_},
                            {"rank", world_.rank()},
                            {"world_size", world_.size()},
+                           {"global_batch", world_.size() * cfg_.batch_size},
                            {"host", world_.hostname()}}}};
   CheckpointState st = capture_model_state(model, p, meta, /*copy_buffers=*/true);
   opt.capture(st);  // collective under ZeRO-1 (the shards are gathered): on every rank, busy or not
