@@ -32,21 +32,20 @@ struct Local {
 };
 
 // The newest snapshot of this job and config on this host that verifies (every checksum).
-Local newest_on_host(const std::string& dir, const std::string& job, const std::string& config, int64_t global_batch,
-                     int rank) {
+Local scan(const std::string& dir, const std::string& job, const std::string& config, int64_t global_batch, int rank) {
   std::vector<std::tuple<int64_t, int, std::string>> cands;  // (step, saving rank, path)
   static const std::regex rank_re("rank-([0-9]{5})"), step_re("step-([0-9]+)");
   std::error_code ec;
   for (const auto& r : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string rn = r.path().filename().string();
-    if (!r.is_directory() || !std::regex_match(rn, m, rank_re)) continue;
+    if (!r.is_directory(ec) || !std::regex_match(rn, m, rank_re)) continue;
     const int old_rank = std::stoi(m[1]);
     std::error_code ec2;
     for (const auto& s : fs::directory_iterator(r.path(), ec2)) {
       std::smatch sm;
       const std::string sn = s.path().filename().string();
-      if (s.is_directory() && std::regex_match(sn, sm, step_re) && fs::exists(s.path() / "manifest.json"))
+      if (s.is_directory(ec2) && std::regex_match(sn, sm, step_re) && fs::exists(s.path() / "manifest.json", ec2))
         cands.emplace_back(std::stoll(sm[1]), old_rank, s.path().string());
     }
   }
@@ -69,6 +68,18 @@ Local newest_on_host(const std::string& dir, const std::string& job, const std::
     }
   }
   return {};
+}
+
+// The same, never throwing: a rank that threw here would leave the others in the allreduce.
+Local newest_on_host(const std::string& dir, const std::string& job, const std::string& config, int64_t global_batch,
+                     int rank) {
+  try {
+    return scan(dir, job, config, global_batch, rank);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hpctrain: rank %d: WARNING: cannot look at the snapshots in %s: %s\n", rank, dir.c_str(),
+                 e.what());
+    return {};
+  }
 }
 
 // Sends `st` from the root of `comm` to its other members: a JSON header (meta, names, dtypes,
@@ -115,13 +126,16 @@ std::optional<SnapshotSession::Picked> SnapshotSession::pick(int64_t disk_step, 
   Local mine = newest_on_host(dir_, job_, config_fp_, world_.size() * cfg_.batch_size, world_.rank());
   // Snapshots of other jobs or configs beside this one: named, never used.
   if (world_.local_rank() == 0) {
-    std::error_code ec;
-    const std::string own = fs::path(dir_).filename().string();
-    for (const auto& e : fs::directory_iterator(fs::path(dir_).parent_path(), ec)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("hpctrain-", 0) == 0 && n != own && fs::is_directory(e.path() / snapshot_rank_dir_name(0)))
-        std::fprintf(stderr, "hpctrain: note: host %s: not using %s: snapshots of another job or config\n",
-                     world_.hostname().c_str(), e.path().string().c_str());
+    try {
+      std::error_code ec;
+      const std::string own = fs::path(dir_).filename().string();
+      for (const auto& e : fs::directory_iterator(fs::path(dir_).parent_path(), ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind("hpctrain-", 0) == 0 && n != own && fs::is_directory(e.path() / snapshot_rank_dir_name(0), ec))
+          std::fprintf(stderr, "hpctrain: note: host %s: not using %s: snapshots of another job or config\n",
+                       world_.hostname().c_str(), e.path().string().c_str());
+      }
+    } catch (const std::exception&) {  // only a note
     }
   }
   const int64_t key = mine.step < 0 ? -1 : (mine.step << kRankBits) | ((int64_t{1} << kRankBits) - 1 - mine.old_rank);
@@ -163,14 +177,17 @@ std::optional<SnapshotSession::Picked> SnapshotSession::pick(int64_t disk_step, 
   // Every rank has read what it reads: only now may the old job's extra ranks' slots go.
   HPC_MPI_CHECK(MPI_Barrier(world));
   if (world_.local_rank() == 0) {
-    std::error_code ec;
-    for (const auto& r : fs::directory_iterator(dir_, ec)) {
-      const std::string n = r.path().filename().string();
-      if (n.size() == 10 && n.rfind("rank-", 0) == 0 &&
-          n.find_first_not_of("0123456789", 5) == std::string::npos && std::stoi(n.substr(5)) >= world_.size()) {
-        std::error_code ec2;
-        fs::remove_all(r.path(), ec2);
+    try {
+      std::error_code ec;
+      for (const auto& r : fs::directory_iterator(dir_, ec)) {
+        const std::string n = r.path().filename().string();
+        if (n.size() == 10 && n.rfind("rank-", 0) == 0 &&
+            n.find_first_not_of("0123456789", 5) == std::string::npos && std::stoi(n.substr(5)) >= world_.size()) {
+          std::error_code ec2;
+          fs::remove_all(r.path(), ec2);
+        }
       }
+    } catch (const std::exception&) {  // stale slots are only memory; the job dir goes at a clean finish
     }
   }
   return out;

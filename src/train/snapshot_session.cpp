@@ -129,10 +129,19 @@ void SnapshotSession::before_update() {
 
 void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer& opt) {
   if (!on_ || p.step % cfg_.snapshot_every != 0) return;
-  if (!slots_) slots_ = std::make_unique<SnapshotSlots>((fs::path(dir_) / snapshot_rank_dir_name(world_.rank())).string());
-  if (std::string e = slots_->take_error(); !e.empty() && !warned_) {
+  std::string err;
+  if (!slots_ && !broken_) {
+    try {
+      slots_ = std::make_unique<SnapshotSlots>((fs::path(dir_) / snapshot_rank_dir_name(world_.rank())).string());
+    } catch (const std::exception& e) {
+      broken_ = true;  // this rank takes no snapshot; the others go on (resume takes what any rank has)
+      err = e.what();
+    }
+  }
+  if (slots_) err = slots_->take_error();
+  if (!err.empty() && !warned_) {
     warned_ = true;  // once: the next snapshots may well succeed (the previous slot stays whole)
-    std::fprintf(stderr, "hpctrain: rank %d: WARNING: %s\n", world_.rank(), e.c_str());
+    std::fprintf(stderr, "hpctrain: rank %d: WARNING: %s\n", world_.rank(), err.c_str());
   }
   nlohmann::json meta = {{"snapshot",
                           {{"job", job_},
@@ -143,7 +152,7 @@ void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer&
                            {"host", world_.hostname()}}}};
   CheckpointState st = capture_model_state(model, p, meta, /*copy_buffers=*/true);
   opt.capture(st);  // collective under ZeRO-1 (the shards are gathered): on every rank, busy or not
-  if (!slots_->start(p.step, std::move(st))) ++skipped_;
+  if (!slots_ || !slots_->start(p.step, std::move(st))) ++skipped_;
 }
 
 void SnapshotSession::finish() {

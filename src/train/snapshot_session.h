@@ -65,7 +65,7 @@ class SnapshotSession {
   std::string dir_, job_, config_fp_;
   std::unique_ptr<SnapshotSlots> slots_;
   int64_t skipped_ = 0;
-  bool warned_ = false;
+  bool warned_ = false, broken_ = false;
 };
 
 // The job key and config fingerprint snapshots carry (16 hex digits each), and the default dir.
