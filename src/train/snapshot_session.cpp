@@ -57,6 +57,15 @@ int64_t free_bytes(const std::string& dir) {
   return static_cast<int64_t>(sv.f_bavail) * static_cast<int64_t>(sv.f_frsize);
 }
 
+// The bytes under `dir` (a restarted job's own earlier snapshots: its new ones replace them).
+int64_t tree_bytes(const std::string& dir) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) n += static_cast<int64_t>(it->file_size(ec));
+  return n;
+}
+
 std::string mib(int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
@@ -98,9 +107,10 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
   });
   // Room for two slots per rank of this host (the one in use and the one being written).
   const int64_t need = 2 * int64_t{world.local_size()} * (state_bytes + (1 << 20));
-  int ok = why_off.empty() && free_bytes(root) >= need ? 1 : 0, all_ok = 0;
+  const int64_t room = why_off.empty() ? free_bytes(root) + tree_bytes(dir_) : 0;
+  int ok = why_off.empty() && room >= need ? 1 : 0, all_ok = 0;
   if (ok == 0 && why_off.empty())
-    why_off = root + " on host " + world.hostname() + " has " + mib(free_bytes(root)) + " free, less than the " +
+    why_off = root + " on host " + world.hostname() + " has " + mib(room) + " free, less than the " +
               mib(need) + " two slots of " + std::to_string(world.local_size()) + " rank(s) need";
   HPC_MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world.mpi_comm()));
   // The first failing rank's reason, for the one line rank 0 prints.

@@ -21,6 +21,21 @@ grep -q "hpctrain train: snapshots every 2 step(s) in $SHM/hpctrain-.*MiB per ho
 [ -z "$(ls -A "$SHM")" ] || { ls -R "$SHM"; fail "a clean finish left snapshots behind"; }
 ok "uninterrupted run: $(grep -o 'snapshots every.*per host' "$WORK/ref.txt"); a clean finish removed them"
 
+# A --snapshot-dir without room for two slots: one warning line, the run goes on without snapshots.
+mkdir "$WORK/small"
+if mount -t tmpfs -o size=4m tmpfs "$WORK/small" 2>/dev/null; then
+  set +e
+  run_np 2 train --device cpu --model cnn --data "$WORK/d" --batch-size 32 --max-steps 4 --snapshot-every 2 \
+    --snapshot-dir "$WORK/small" >"$WORK/small.txt" 2>&1; rc=$?
+  set -e
+  umount "$WORK/small"
+  [ "$rc" = 0 ] && [ "$(grep -c 'WARNING: snapshots off' "$WORK/small.txt")" = 1 ] ||
+    { cat "$WORK/small.txt"; fail "a small --snapshot-dir: exit $rc, or not one warning line"; }
+  ok "$(grep -o 'WARNING: snapshots off.*' "$WORK/small.txt" | cut -c1-200)"
+else
+  echo "SKIPPED (part): cannot mount a small tmpfs here (not root?)"
+fi
+
 # restart_check RUN: the record says the state came from a snapshot, steps lost <= 3.
 restart_check() {
   /usr/bin/python3 - "$WORK/$1.jsonl" "$WORK/$1.txt" <<'PY'
