@@ -65,7 +65,7 @@ if [ -z "$hostfile" ] && [ "$max_restarts" = 0 ]; then exec mpirun "${flags[@]}"
 if [ -z "$hostfile" ]; then
   # One machine, restarted on failure (see the header).
   [[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "launch/local.sh: --max-restarts $max_restarts: expected a number >= 0" >&2; exit 2; }
-  ckpt=$(rl_arg --ckpt-dir "$@") resume=$(rl_arg --resume "$@")
+  ckpt=$(rl_arg --ckpt-dir "$@") resume=$(rl_arg --resume "$@") snap=$(rl_arg --snapshot-every "$@")
   if [ "$1" = train ] && [ -n "$resume" ] && [ "$resume" != auto ]; then
     echo "launch/local.sh: --max-restarts resumes from the newest checkpoint (--resume auto, the default); drop --resume $resume" >&2
     exit 2
@@ -86,7 +86,7 @@ if [ -z "$hostfile" ]; then
     fi
     attempt=$((attempt + 1))
     why=$(rl_cause "$rc")
-    echo "launch/local.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why); resuming from $(rl_resume_from "$1" "$ckpt")" >&2
+    echo "launch/local.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why); resuming from $(rl_resume_from "$1" "$ckpt" "$snap")" >&2
     # The trainer writes a `restart` record from this (README "Watching a run").
     rl_restart_env "$attempt" "$max_restarts" "$rc" "$why" "$failed_at"
     [[ " ${flags[*]} " == *" HPCTRAIN_RESTART "* ]] || flags+=(-x HPCTRAIN_RESTART)

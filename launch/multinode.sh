@@ -118,7 +118,7 @@ spares=${spares:-0} max_restarts=${max_restarts:-$spares}
 [ "$max_restarts" -gt 0 ] || die "--spares/--shrink restart the job after a failure: give --max-restarts N (N >= 1)"
 [ "$1" = train ] || die "--spares/--max-restarts/--shrink restart \`train\` (from its --ckpt-dir), not $1"
 args=("$@")
-ckpt=$(rl_arg --ckpt-dir "${args[@]}")
+ckpt=$(rl_arg --ckpt-dir "${args[@]}") snap=$(rl_arg --snapshot-every "${args[@]}")
 [ -n "$ckpt" ] || die "--spares/--max-restarts need --ckpt-dir DIR in the train arguments (a restart resumes from its newest checkpoint)"
 resume=$(rl_arg --resume "${args[@]}")
 [ -z "$resume" ] || [ "$resume" = auto ] || die "restarts resume from the newest checkpoint (--resume auto, the default); drop --resume $resume"
@@ -209,7 +209,7 @@ while :; do
   for i in "${active[@]}"; do if [[ " ${dead[*]} " == *" ${hosts[$i]} "* ]]; then lost+=("$i"); else keep+=("$i"); fi; done
   lost_ranks=()
   for r in "${!rank_host[@]}"; do [[ " ${lost[*]} " == *" ${rank_host[$r]} "* ]] && lost_ranks+=("$r"); done
-  from=$(rl_resume_from train "$ckpt")
+  from=$(rl_resume_from train "$ckpt" "$snap")
   if [ "${#lost[@]}" = 0 ]; then
     named=$(echo "$said_hosts" | sort -u | grep . | paste -sd, || true)
     echo "multinode.sh: restart $attempt/$max_restarts: the job ended with exit $rc ($why${named:+; reported: $named}), every host answers: same hosts; resuming from $from" >&2

@@ -21,7 +21,8 @@
 #                               daemon (a host it lost, or could not reach at start-up)
 #   rl_named_lost LOG           the hosts mpirun names in LOG as lost, one a line: the remote
 #                               daemon it lost, or the host whose daemon could not connect back
-#   rl_resume_from SUBCMD CKPT  "step-00000040" (CKPT/latest), or "scratch (why)"
+#   rl_resume_from SUBCMD CKPT [SNAPSHOT_EVERY]  "step-00000040" (CKPT/latest), or "scratch (why)";
+#                               with SNAPSHOT_EVERY > 0 prefixed "a newer snapshot in host memory, else "
 #   rl_restart_env K N RC WHY FAILED_AT [JSON]  exports HPCTRAIN_RESTART, the record `train` writes
 #                               after its first step (README "Launching"); FAILED_AT: when the
 #                               failure was noticed (date +%s.%N); JSON: more keys, `"a":1,"b":[2]`
@@ -102,11 +103,13 @@ rl_cause() {
 }
 
 rl_resume_from() {
-  local sub=$1 ckpt=$2 s
-  if [ "$sub" != train ] || [ -z "$ckpt" ]; then echo "scratch (no --ckpt-dir)"; return; fi
+  local sub=$1 ckpt=$2 snap=${3:-0} s pre=""
+  # With --snapshot-every the trainer takes a newer snapshot in host memory when there is one.
+  if [ "$sub" = train ] && [ -n "$snap" ] && [ "$snap" != 0 ]; then pre="a newer snapshot in host memory, else "; fi
+  if [ "$sub" != train ] || [ -z "$ckpt" ]; then echo "${pre}scratch (no --ckpt-dir)"; return; fi
   s=$(cat "$ckpt/latest" 2>/dev/null || true)
-  [ -n "$s" ] && [ -d "$ckpt/$s" ] && { echo "$s"; return; }
-  echo "scratch (no complete checkpoint in $ckpt yet)"
+  [ -n "$s" ] && [ -d "$ckpt/$s" ] && { echo "$pre$s"; return; }
+  echo "${pre}scratch (no complete checkpoint in $ckpt yet)"
 }
 
 rl_json_list() {

@@ -6,7 +6,9 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "dataset/dataset_info.h"
 #include "dataset/tokenizer.h"
@@ -35,32 +37,48 @@ CheckpointSession::CheckpointSession(const TrainConfig& cfg, Communicator& comm,
 
 CheckpointSession::~CheckpointSession() = default;
 
+int64_t CheckpointSession::resume_step() {
+  if (cfg_.resume == "none" || (cfg_.resume == "auto" && cfg_.ckpt_dir.empty())) return -1;
+  if (!resume_path_) resume_path_ = find_resume(cfg_.ckpt_dir, cfg_.resume);
+  if (!*resume_path_) return -1;
+  const std::string name = std::filesystem::path(**resume_path_).filename().string();
+  return name.rfind("step-", 0) == 0 ? std::atoll(name.c_str() + 5) : 0;
+}
+
 std::optional<TrainProgress> CheckpointSession::resume(Model& model, TrainOptimizer& opt, c10::Device device,
                                                        int world_size, int64_t global_batch) {
   if (cfg_.resume == "none") return std::nullopt;
   if (cfg_.resume == "auto" && cfg_.ckpt_dir.empty()) return std::nullopt;
-  std::optional<std::string> path = find_resume(cfg_.ckpt_dir, cfg_.resume);
+  if (!resume_path_) resume_path_ = find_resume(cfg_.ckpt_dir, cfg_.resume);
+  const std::optional<std::string>& path = *resume_path_;
   if (!path) {
     rep_.message("hpctrain train: no checkpoint to resume from in " + cfg_.ckpt_dir + "; starting fresh");
     return std::nullopt;
   }
-  // Which checkpoint and why, for the messages: a reused --ckpt-dir resumes by default.
-  const std::string why = cfg_.resume == "auto" ? "--resume auto: the newest checkpoint in --ckpt-dir " + cfg_.ckpt_dir
-                                                : "--resume " + cfg_.resume;
   CheckpointState st = read_checkpoint(*path, device);
+  return restore(st, *path, model, opt, world_size, global_batch);
+}
+
+TrainProgress CheckpointSession::restore(const CheckpointState& st, const std::string& source, Model& model,
+                                         TrainOptimizer& opt, int world_size, int64_t global_batch) {
+  // Which checkpoint and why, for the messages: a reused --ckpt-dir resumes by default.
+  const std::string why = cfg_.resume == "auto" ? "--resume auto: the newest checkpoint in --ckpt-dir " + cfg_.ckpt_dir +
+                                                      (cfg_.snapshot_every > 0 ? " or snapshot in host memory" : "")
+                                                : "--resume " + cfg_.resume;
   TrainProgress p;
   try {
     p = restore_model_state(st, model);
-    opt.restore(st, *path);
+    opt.restore(st, source);
   } catch (const Error& e) {
     // The same kind as thrown (every rank reads the same checkpoint: the same error everywhere).
-    const std::string msg = "cannot resume from " + *path + " (" + why + "): " + e.what() +
+    const std::string msg = "cannot resume from " + source + " (" + why + "): " + e.what() +
                             "; to train this model from scratch pass --resume none (or another --ckpt-dir)";
     if (dynamic_cast<const CollectiveError*>(&e)) throw CollectiveError(msg);
     throw Error(msg);
   }
-  int64_t saved_world = st.meta.value("world_size", int64_t{world_size});
-  rep_.message("hpctrain train: resumed from " + *path + " at step " + std::to_string(p.step) + ", epoch " +
+  const nlohmann::json snap = st.meta.value("snapshot", nlohmann::json::object());
+  int64_t saved_world = snap.value("world_size", st.meta.value("world_size", int64_t{world_size}));
+  rep_.message("hpctrain train: resumed from " + source + " at step " + std::to_string(p.step) + ", epoch " +
                std::to_string(p.sampler.epoch + 1) + ", " + std::to_string(p.sampler.samples_consumed) +
                " samples into the epoch (saved with " + std::to_string(saved_world) + " rank(s); now " +
                std::to_string(world_size) + ", global batch " + std::to_string(global_batch) + "; " + why +

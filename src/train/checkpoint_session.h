@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "ckpt/checkpoint.h"
 #include "model/model_registry.h"
@@ -43,6 +44,11 @@ class CheckpointSession {
   // nullopt to start fresh. `global_batch` is only reported.
   std::optional<TrainProgress> resume(Model& model, TrainOptimizer& opt, c10::Device device, int world_size,
                                       int64_t global_batch);
+  // The step of the checkpoint resume() would take (-1: none; found once, then kept), and
+  // the same restore from a state read elsewhere (a snapshot: train/snapshot_session.h).
+  int64_t resume_step();
+  TrainProgress restore(const CheckpointState& st, const std::string& source, Model& model, TrainOptimizer& opt,
+                        int world_size, int64_t global_batch);
   // Captures the state at `p` and starts writing it (with `sync`, returns once committed).
   // Without `sync` (and with --ckpt-async) the parameters and optimizer state are copied on
   // the writer thread: before_update() must come before the next optimizer step.
@@ -63,6 +69,7 @@ class CheckpointSession {
   Reporter& rep_;
   std::unique_ptr<CheckpointWriter> writer_;
   at::Tensor archive_tensor_;            // entry_.archive as uint8, for checkpoints
+  std::optional<std::optional<std::string>> resume_path_;  // find_resume's answer, once asked
   std::map<int64_t, double> capture_s_;  // checkpoint step -> time to gather its state (stall)
 };
 

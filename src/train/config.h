@@ -82,6 +82,8 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(bool, ckpt_async, true, "", "", kNoMin, kNoMax, false, "write checkpoints in the background") \
   X(bool, ckpt_compress, false, "", "", kNoMin, kNoMax, false, "gzip-compress checkpoint shards") \
   X(std::string, ckpt_writers, "rank0", "", "rank0|all", kNoMin, kNoMax, false, "which ranks write checkpoint shards") \
+  X(int64_t, snapshot_every, 0, "", "", 0, 1e12, false, "copy the training state into host memory (--snapshot-dir) every N steps, for --resume auto after a failure (0: off)") \
+  X(std::string, snapshot_dir, "", "DIR", "", kNoMin, kNoMax, false, "a directory in memory (tmpfs/ramfs) that holds the snapshots, in a subdirectory per job and config (default /dev/shm)") \
   X(std::string, resume, "auto", "auto|none|PATH", "", kNoMin, kNoMax, false, "auto: the newest complete checkpoint in --ckpt-dir, if any (a reused directory resumes); none: start fresh; PATH: that checkpoint") \
   X(std::string, init_from, "", "PATH", "", kNoMin, kNoMax, false, "start from these weights (fine-tuning: optimizer, step and sampler start fresh): a merged .h5/.pt/.safetensors of the same model, or a Hugging Face GPT-2 directory for --model gpt (its config.json supplies --model-config when none is given, else must match it); a checkpoint --resume finds wins") \
   X(int64_t, seed, 0, "", "", 0, 9.2e18, false, "seed for every generator") \

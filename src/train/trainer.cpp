@@ -84,6 +84,7 @@ void Trainer::State::setup() {
 
   rep = std::make_unique<Reporter>(world.rank() == 0);
   ckpt = std::make_unique<CheckpointSession>(cfg, *comm, model_entry, *rep);
+  open_snapshots();  // trainer_snapshot.cpp
   agree_on_failure(world.mpi_comm(), [&] { resume(); });  // every rank reads the same checkpoint
   // Only now, with every input validated, may the metrics file of a previous run be replaced.
   run_on_rank0(world.mpi_comm(), "", [&] {
@@ -110,7 +111,11 @@ bool Trainer::State::step_boundary() {
 
 // --resume: every rank reads the same checkpoint and continues from the same step.
 void Trainer::State::resume() {
-  std::optional<TrainProgress> p = ckpt->resume(*model, *opt, device, world.size(), global_batch);
+  std::optional<TrainProgress> p = resume_from_snapshot();  // trainer_snapshot.cpp; nullopt: the disk's
+  if (!p) {
+    p = ckpt->resume(*model, *opt, device, world.size(), global_batch);
+    if (p) resumed_from = "disk checkpoint step " + std::to_string(p->step);
+  }
   if (!p) return;
   step = p->step;
   start_epoch = p->sampler.epoch;
@@ -118,15 +123,17 @@ void Trainer::State::resume() {
   scaler.restore(p->scaler_scale, p->scaler_good);
 }
 
-void Trainer::State::save_checkpoint(int64_t epoch, bool sync) {
+TrainProgress Trainer::State::progress(int64_t epoch) {
   TrainProgress p;
   p.step = step;
   p.epoch = epoch;
   p.sampler = train->position();
   p.scaler_scale = scaler.scale();
   p.scaler_good = scaler.good_steps();
-  ckpt->save(p, *model, *opt, train->info(), sync);
+  return p;
 }
+
+void Trainer::State::save_checkpoint(int64_t epoch, bool sync) { ckpt->save(progress(epoch), *model, *opt, train->info(), sync); }
 
 void Trainer::State::train_step(const Batch& b) {
   if (!devices_checked) {
@@ -160,6 +167,7 @@ void Trainer::State::train_step(const Batch& b) {
   TraceSpan span("optimizer", "compute");
   const auto t_opt = std::chrono::steady_clock::now();
   ckpt->before_update();  // a checkpoint's snapshot taken off the step boundary (almost never waits)
+  if (snap) snap->before_update();  // the same for --snapshot-every's copy
   StepOutcome outcome = opt->step(scaler, cfg.clip_grad_norm);
   if (outcome.kind == StepOutcome::kDiverged) throw_diverged(outcome, step_loss);
   scaler.update(outcome.kind == StepOutcome::kSkipped);
@@ -214,6 +222,7 @@ nlohmann::json Trainer::run() {
       }
       if (s.cfg.ckpt_every > 0 && s.step % s.cfg.ckpt_every == 0 && s.step < s.total_steps)
         s.save_checkpoint(epoch, false);
+      s.snapshot(epoch);  // --snapshot-every: the state into host memory (trainer_snapshot.cpp)
     }
     if (preempted) break;
     last_eval = s.run_eval(epoch);
@@ -234,6 +243,7 @@ nlohmann::json Trainer::run() {
     s.ckpt->finish();
     s.ckpt->report(s.step);
   }
+  if (s.snap) s.snap->finish();  // a clean finish: the snapshots are no longer needed
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json summary = s.summary(epoch, last_eval, wall, /*trained=*/s.step > first_step);  // trainer_report.cpp
   if (!s.cfg.trace.empty()) write_trace(s.cfg.trace, *s.comm, s.world.rank());

@@ -52,19 +52,21 @@ double epoch_seconds() {
 void Trainer::State::report_restart(int64_t resumed_step) {
   nlohmann::json rec = {{"type", "restart"}, {"step", step}, {"resumed_step", resumed_step}};
   for (auto& [k, v] : restart.items()) rec[k] = v;
+  rec["resumed_from"] = resumed_from.empty() ? std::string("nothing (started fresh)") : resumed_from;
   if (restart_last_step >= 0) rec["steps_lost"] = std::max<int64_t>(restart_last_step - resumed_step, 0);
   if (restart.contains("failed_at")) rec["recovery_s"] = epoch_seconds() - restart["failed_at"].get<double>();
   rep->metrics(rec);
-  char buf[320];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "hpctrain train: restart %lld/%lld after exit %lld: resumed at step %lld%s, training again %.1f s "
-                "after the failure was noticed",
+                "after the failure was noticed%s%s",
                 (long long)restart.value("restart", 0), (long long)restart.value("of", 0),
                 (long long)restart.value("exit_code", 0), (long long)resumed_step,
                 rec.contains("steps_lost")
                     ? (" (" + std::to_string(rec["steps_lost"].get<int64_t>()) + " steps lost)").c_str()
                     : "",
-                rec.value("recovery_s", -1.0));
+                rec.value("recovery_s", -1.0), resumed_from.empty() ? "" : "; resumed from ",
+                resumed_from.c_str());
   rep->message(buf);
 }
 

@@ -26,6 +26,7 @@
 #include "optim/amp.h"
 #include "train/checkpoint_session.h"
 #include "train/mfu.h"
+#include "train/snapshot_session.h"
 #include "eval/evaluate.h"
 #include "optim/loss.h"
 #include "optim/optim.h"
@@ -57,6 +58,8 @@ struct Trainer::State {
   LossScaler scaler{false};
   std::unique_ptr<Reporter> rep;
   std::unique_ptr<CheckpointSession> ckpt;
+  std::unique_ptr<SnapshotSession> snap;  // --snapshot-every (trainer_snapshot.cpp)
+  std::string resumed_from;               // what resume() restored from ("" : started fresh)
   std::optional<SamplerPosition> resume_pos;
   StepStats stats;
   std::unique_ptr<StragglerWatch> straggler;
@@ -88,6 +91,10 @@ struct Trainer::State {
   void log_interval(int64_t epoch);
   void resume();
   void save_checkpoint(int64_t epoch, bool sync);
+  TrainProgress progress(int64_t epoch);
+  void open_snapshots();                                // trainer_snapshot.cpp, with the two below
+  std::optional<TrainProgress> resume_from_snapshot();  // collective
+  void snapshot(int64_t epoch);
   bool step_boundary();
   std::vector<double> peak_memory_per_rank();
   ModelStateBytes model_state() const;  // this rank's parameters, gradients, optimizer state (bytes)

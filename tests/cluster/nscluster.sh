@@ -10,8 +10,12 @@
 # Names resolve through /etc/netns/<ns>/hosts, which `on` (and the agent) bind-mount over
 # /etc/hosts in a private mount namespace of each command (as `ip netns exec` would): the
 # machine's own /etc/hosts, links and routes are never touched. The filesystem is shared, as a
-# cluster's parallel filesystem is. The port name limit (15 characters) allows owner pids up to
-# 10 digits.
+# cluster's parallel filesystem is, except /dev/shm: each host has its own (a tmpfs of its own at
+# /etc/netns/<ns>/shm, NSCLUSTER_SHM_SIZE, default 2g, bind-mounted over /dev/shm in the same
+# private mount namespace, by `on` and the agent),
+# as real hosts have their own memory: what a rank leaves in /dev/shm (a snapshot, a shared-memory
+# segment) is seen by that host's processes only, and goes with the host at cluster_down.
+# The port name limit (15 characters) allows owner pids up to 10 digits.
 #
 # NSCLUSTER_DATA_NET=1 before cluster_up gives every host a second veth `eth1` at 198.18.1.<i+1>
 # on a second switch (NSCLUSTER_DATA_SUBNET): a data network for MPI next to the management
@@ -74,6 +78,7 @@ _teardown_ns() {
     sleep 0.1
   done
   ip netns del "$ns" 2>/dev/null || true
+  umount -l "/etc/netns/$ns/shm" 2>/dev/null || true
   rm -rf "/etc/netns/$ns"
 }
 
@@ -110,7 +115,8 @@ cluster_up() {
       ip -n "$ns" addr add "198.18.1.$((i + 1))/24" dev eth1
       ip -n "$ns" link set eth1 up
     fi
-    mkdir -p "/etc/netns/$ns"
+    mkdir -p "/etc/netns/$ns/shm"
+    mount -t tmpfs -o "size=${NSCLUSTER_SHM_SIZE:-2g},mode=1777" "tmpfs-$ns" "/etc/netns/$ns/shm"
     printf '%s' "$hosts" >"/etc/netns/$ns/hosts"
   done
   export NSCLUSTER_OWNER NSCLUSTER_AGENT NSCLUSTER_SUBNET NSCLUSTER_DATA_SUBNET
@@ -120,7 +126,8 @@ on() {
   local h=$1 ns; shift
   ns=$(_ns "$h")
   nsenter --net="/var/run/netns/$ns" unshare --mount --uts \
-    sh -c 'mount --bind "$1" /etc/hosts && hostname "$0" && shift && exec "$@"' "$h" "/etc/netns/$ns/hosts" "$@"
+    sh -c 'mount --bind "$1" /etc/hosts && mount --bind "$2" /dev/shm && hostname "$0" && shift 2 && exec "$@"' \
+    "$h" "/etc/netns/$ns/hosts" "/etc/netns/$ns/shm" "$@"
 }
 
 link_down() { ip -n "$(_ns sw)" link set "$(_port "${1#node}")" down; }
@@ -177,6 +184,7 @@ cluster_down() {
 cluster_leftovers() {
   ip netns list 2>/dev/null | awk '{print "namespace " $1}' | grep "hpctc-$NSCLUSTER_OWNER-" || true
   ls -d /etc/netns/hpctc-"$NSCLUSTER_OWNER"-* 2>/dev/null | sed 's/^/file /' || true
+  grep " /etc/netns/hpctc-$NSCLUSTER_OWNER-" /proc/mounts | sed 's/^/mount /' || true
   ip -o link show 2>/dev/null | grep "hc${NSCLUSTER_OWNER}[pd]" | sed 's/^/link in the machine namespace: /' || true
   local p; p=$(cluster_procs); [ -z "$p" ] || echo "processes $p"
   grep -n '198\.18\.' /etc/hosts | sed 's/^/\/etc\/hosts line /' || true

@@ -22,6 +22,14 @@ def ev(ckpt, data=D, *extra):
     return ["eval", "--ckpt", ckpt, "--data", data, "--device", "cpu"] + list(extra)
 
 
+def readonly_tmpfs(name):
+    """An empty read-only tmpfs (for --snapshot-dir), or None where mounting is not allowed."""
+    root = f"{W}/{name}"
+    if not try_mount(root, "size=1m"):
+        return None
+    return root if subprocess.run(["mount", "-o", "remount,ro", root], capture_output=True).returncode == 0 else None
+
+
 # name, argv (or a function returning (argv, disk_root_or_None)), keywords, env, exit code
 CASES = [
     # config file and flags
@@ -36,6 +44,8 @@ CASES = [
     ("flag_zero_batch", train("--batch-size", "0"), ["--batch-size = 0", "out of range"], {}, 2),
     ("flag_zero_lr", train("--lr", "0"), ["--lr = 0", "out of range"], {}, 2),
     ("flag_negative_epochs", train("--epochs", "-3"), ["--epochs = -3", "out of range"], {}, 2),
+    ("flag_negative_snapshot_every", train("--snapshot-every", "-1"), ["--snapshot-every = -1", "out of range"], {}, 2),
+    ("snapshot_dir_on_disk", train("--snapshot-every", "1", "--snapshot-dir", os.path.dirname(PLUGINS)), ["--snapshot-dir", "is not in memory", "slow disk checkpoint"], {}, 2),
     ("flag_wrong_type", train("--batch-size", "eight"), ["--batch-size", "expects an integer", "eight"], {}, 2),
     ("flag_bad_choice", train("--optimizer", "adam"), ["--optimizer", "adam", "not allowed", "sgd|adamw"], {}, 2),
     ("flag_grad_accum_indivisible", train("--grad-accum", "3"), ["--batch-size 8", "not divisible", "--grad-accum 3"], {}, 2),
@@ -117,6 +127,8 @@ CASES = [
      {"LD_PRELOAD": f"{PLUGINS}/libpreload_write_eio.so", "PRELOAD_WRITE_EIO_PATH": f"{W}/fault/ck/step-00000004.tmp/shard-"}, 2),
     ("disk_full_tmpfs", lambda: (lambda ck: (train("--max-steps", "4", ckpt=ck, metrics=None), ck) if ck else None)(prepare_full_disk()),
      ["checkpoint step-00000004 failed", "rank 0", "No space left on device"], {}, 2),
+    ("snapshot_dir_not_writable", lambda: (lambda r: (train("--snapshot-every", "1", "--snapshot-dir", r), None) if r else None)(readonly_tmpfs("ro-snap")),
+     ["--snapshot-dir", "ro-snap", "is not writable"], {}, 2),
     ("disk_readonly_ckpt_dir", lambda: (lambda ck: (train("--max-steps", "4", ckpt=ck, metrics=None), ck) if ck else None)(prepare_readonly_disk()),
      ["checkpoint step-00000004 failed", "cannot create", "step-00000004.tmp", "Read-only file system"], {}, 2),
     # token data and language models

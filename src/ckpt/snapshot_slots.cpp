@@ -1,0 +1,154 @@
+// SnapshotSlots (ckpt/snapshot_slots.h): one worker thread takes each snapshot's deferred copy,
+// then plans, writes and commits it with the checkpoint writer's own steps (ckpt/store.h).
+#include "ckpt/snapshot_slots.h"
+
+#include <ATen/ATen.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "ckpt/dir_ops.h"
+#include "ckpt/store.h"
+#include "runtime/check.h"
+
+namespace hpctrain {
+
+namespace fs = std::filesystem;
+
+struct SnapshotSlots::Impl {
+  std::string dir;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false, pending = false, taken = true, busy = false;
+  int64_t step = 0, last_step = -1, bytes = 0;
+  ckpt::NamedTensors source, host, spare;
+  nlohmann::json meta;
+  std::string error;
+  std::thread thread;
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return stop || pending; });
+      if (!pending) return;
+      pending = false;
+      const int64_t s = step;
+      ckpt::NamedTensors src = std::move(source), reuse = std::move(spare);
+      source.clear();
+      spare.clear();
+      CheckpointState st;
+      st.meta = meta;
+      std::string err;
+      lock.unlock();
+      try {
+        st.tensors = host.empty() ? ckpt::snapshot_to_host(src, /*copy_cpu=*/true, &reuse) : std::move(host);
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+      src.clear();  // the aliases of live tensors go before the caller may update them
+      lock.lock();
+      taken = true;
+      cv.notify_all();
+      lock.unlock();
+      if (err.empty()) {
+        try {
+          ckpt::Manifest m = ckpt::plan_manifest(s, st, 1, int64_t{1} << 40);
+          ckpt::write_shards(ckpt::tmp_dir_for(dir, s), m, st.tensors, 0, 1, /*compress=*/false, /*sync=*/false);
+          ckpt::commit(dir, m, /*keep=*/1, /*shards_synced=*/false);
+        } catch (const std::exception& e) {
+          err = e.what();
+          std::error_code ec;
+          fs::remove_all(ckpt::tmp_dir_for(dir, s), ec);
+        }
+      }
+      lock.lock();
+      host.clear();
+      spare = std::move(st.tensors);
+      if (err.empty())
+        last_step = s;
+      else
+        error = "snapshot step " + std::to_string(s) + " in " + dir + ": " + err;
+      busy = false;
+      cv.notify_all();
+    }
+  }
+};
+
+SnapshotSlots::SnapshotSlots(std::string dir) : d_(std::make_unique<Impl>()) {
+  d_->dir = std::move(dir);
+  std::error_code ec;
+  fs::create_directories(d_->dir, ec);
+  if (ec) throw Error("cannot create snapshot directory " + d_->dir + ": " + ec.message());
+  ckpt::remove_stale(d_->dir);
+  d_->thread = std::thread([this] { d_->loop(); });
+}
+
+SnapshotSlots::~SnapshotSlots() {
+  {
+    std::lock_guard<std::mutex> lock(d_->mu);
+    d_->stop = true;
+  }
+  d_->cv.notify_all();
+  wait();
+  if (d_->thread.joinable()) d_->thread.join();
+}
+
+bool SnapshotSlots::busy() const {
+  std::lock_guard<std::mutex> lock(d_->mu);
+  return d_->busy;
+}
+
+bool SnapshotSlots::start(int64_t step, CheckpointState st) {
+  std::unique_lock<std::mutex> lock(d_->mu);
+  if (d_->busy || d_->stop) return false;
+  bool on_cpu = true;
+  int64_t bytes = 0;
+  for (const auto& [name, t] : st.tensors) {
+    on_cpu = on_cpu && t.defined() && t.device().is_cpu();
+    if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
+  }
+  if (on_cpu) {
+    ckpt::check_snapshot(st.tensors);
+    d_->source = std::move(st.tensors);
+    d_->taken = false;
+  } else {
+    d_->host = ckpt::snapshot_to_host(st.tensors, /*copy_cpu=*/true, &d_->spare);
+  }
+  d_->meta = std::move(st.meta);
+  d_->step = step;
+  d_->bytes = bytes;
+  d_->busy = d_->pending = true;
+  d_->cv.notify_all();
+  return true;
+}
+
+void SnapshotSlots::before_update() {
+  std::unique_lock<std::mutex> lock(d_->mu);
+  d_->cv.wait(lock, [&] { return d_->taken; });
+}
+
+void SnapshotSlots::wait() {
+  std::unique_lock<std::mutex> lock(d_->mu);
+  d_->cv.wait(lock, [&] { return !d_->busy || !d_->thread.joinable(); });
+}
+
+std::string SnapshotSlots::take_error() {
+  std::lock_guard<std::mutex> lock(d_->mu);
+  return std::exchange(d_->error, std::string());
+}
+
+int64_t SnapshotSlots::last_step() const {
+  std::lock_guard<std::mutex> lock(d_->mu);
+  return d_->last_step;
+}
+
+int64_t SnapshotSlots::bytes() const {
+  std::lock_guard<std::mutex> lock(d_->mu);
+  return d_->bytes;
+}
+
+const std::string& SnapshotSlots::dir() const { return d_->dir; }
+
+}  // namespace hpctrain

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# e2e: --snapshot-every (README "Snapshots in host memory"). Two ranks under
+# `launch/local.sh --max-restarts 1`, disk checkpoints far apart (only at the end): rank 1 is
+# SIGKILLed mid-run; the restarted job resumes from the snapshot in /dev/shm (its restart record
+# and first line say so), loses at most 2 steps + the one in flight, and ends bitwise equal to an
+# uninterrupted run. Then a rank killed while its snapshot is being written: the previous slot
+# is used. A clean finish leaves no snapshot behind. Bad input: see bad_input_cases.py.
+source "$(dirname "$0")/lib.sh"
+SRC=${HPCTRAIN_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+export HPCTRAIN_BIN="$BIN"
+SHM=$(mktemp -d /dev/shm/hpctrain-e2e-snap.XXXXXX)
+trap 'rm -rf "$WORK" "$SHM"' EXIT
+"$BIN" data synthetic --out "$WORK/d" --n 2048 --height 28 --width 28 --classes 4 --seed 3 --noise 200 >/dev/null
+common=(train --device cpu --model cnn --data "$WORK/d" --epochs 3 --batch-size 32 --lr 0.02 --seed 4 --log-every 1
+  --max-steps 60 --ckpt-every 1000 --schedule constant --optimizer adamw --snapshot-every 2 --snapshot-dir "$SHM")
+L() { timeout 300 "$SRC/launch/local.sh" -n 2 --oversubscribe "$@"; }
+
+L -- "${common[@]}" --ckpt-dir "$WORK/ref" >"$WORK/ref.txt" 2>&1 || { tail "$WORK/ref.txt"; fail "uninterrupted run"; }
+grep -q "hpctrain train: snapshots every 2 step(s) in $SHM/hpctrain-.*MiB per host" "$WORK/ref.txt" ||
+  { cat "$WORK/ref.txt"; fail "no snapshot start-up line"; }
+[ -z "$(ls -A "$SHM")" ] || { ls -R "$SHM"; fail "a clean finish left snapshots behind"; }
+ok "uninterrupted run: $(grep -o 'snapshots every.*per host' "$WORK/ref.txt"); a clean finish removed them"
+
+# A --snapshot-dir without room for two slots: one warning line, the run goes on without snapshots.
+mkdir "$WORK/small"
+if mount -t tmpfs -o size=4m tmpfs "$WORK/small" 2>/dev/null; then
+  set +e
+  run_np 2 train --device cpu --model cnn --data "$WORK/d" --batch-size 32 --max-steps 4 --snapshot-every 2 \
+    --snapshot-dir "$WORK/small" >"$WORK/small.txt" 2>&1; rc=$?
+  set -e
+  umount "$WORK/small"
+  [ "$rc" = 0 ] && [ "$(grep -c 'WARNING: snapshots off' "$WORK/small.txt")" = 1 ] ||
+    { cat "$WORK/small.txt"; fail "a small --snapshot-dir: exit $rc, or not one warning line"; }
+  ok "$(grep -o 'WARNING: snapshots off.*' "$WORK/small.txt" | cut -c1-200)"
+else
+  echo "SKIPPED (part): cannot mount a small tmpfs here (not root?)"
+fi
+
+# restart_check RUN: the record says the state came from a snapshot, steps lost <= 3.
+restart_check() {
+  /usr/bin/python3 - "$WORK/$1.jsonl" "$WORK/$1.txt" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+r = [x for x in recs if x["type"] == "restart"]
+assert len(r) == 1, r
+r = r[0]
+assert r["resumed_from"].startswith("snapshot step %d" % r["resumed_step"]), r
+assert r["steps_lost"] <= 3, r
+print(f"ok: resumed from {r['resumed_from']}; {r['steps_lost']} steps lost; training again {r['recovery_s']:.1f} s after the failure")
+PY
+}
+
+# 1. Rank 1 SIGKILLed at step >= 25 (the newest disk checkpoint: none).
+L --max-restarts 1 -- "${common[@]}" --ckpt-dir "$WORK/r" --metrics "$WORK/r.jsonl" >"$WORK/r.txt" 2>"$WORK/r.err" &
+JOB=$!
+wait_for_step "$WORK/r.jsonl" 25 120 || fail "no train record for step 25"
+signal_ranks KILL "$BIN train" 1
+set +e; wait $JOB; RC=$?; set -e
+[ "$RC" = 0 ] || { tail -20 "$WORK/r.err"; fail "restarted job: exit $RC, expected 0"; }
+grep -q "hpctrain train: resumed from snapshot step [0-9]*: rank 0's snapshot on host" "$WORK/r.txt" ||
+  { cat "$WORK/r.txt" "$WORK/r.err"; fail "the second run did not resume from a snapshot"; }
+restart_check r || fail "restart record"
+grep -q "hpctrain train: restart 1/1 after exit .*; resumed from snapshot step" "$WORK/r.txt" || fail "no restart line naming the snapshot"
+run_np 1 ckpt merge "$WORK/ref" --out "$WORK/ref.h5" >/dev/null
+run_np 1 ckpt merge "$WORK/r" --out "$WORK/r.h5" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/r.h5" "$WORK/ref.h5" --exact || fail "the restarted run differs from the uninterrupted one"
+ok "rank 1 SIGKILLed at step >= 25: resumed from a snapshot; final model == uninterrupted run, bitwise"
+
+# 2. A rank SIGKILLed while writing its snapshot leaves its previous slot whole. Rank 1 is
+# stopped once a step-*.tmp slot appears in its directory (the write in flight), then every rank
+# is SIGKILLed; rank 0's snapshots are removed (as if its host were lost), so only rank 1's
+# previous slot is left to resume from.
+run_np 2 "${common[@]}" --ckpt-dir "$WORK/w" --metrics "$WORK/w.jsonl" >"$WORK/w.txt" 2>"$WORK/w.err" &
+JOB=$!
+wait_for_step "$WORK/w.jsonl" 20 120 || fail "no train record for step 20 (mid-write kill)"
+pid=""
+for p in $(pgrep -f "^$BIN train"); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && pid=$p
+done
+[ -n "$pid" ] || fail "rank 1 not found"
+caught=""
+for ((i = 0; i < 50000; i++)); do
+  if compgen -G "$SHM/hpctrain-*/rank-00001/step-*.tmp" >/dev/null; then kill -STOP "$pid"; caught=1; break; fi
+done
+[ -n "$caught" ] || { signal_ranks KILL "$BIN train"; fail "never saw rank 1's snapshot being written"; }
+signal_ranks KILL "$BIN train"
+kill -CONT "$pid" 2>/dev/null || true
+set +e; wait $JOB; set -e
+tmp=$(compgen -G "$SHM/hpctrain-*/rank-00001/step-*.tmp" | head -1 || true)
+whole=$(compgen -G "$SHM/hpctrain-*/rank-00001/step-*[0-9]" | head -1 || true)
+[ -n "$tmp" ] && [ -n "$whole" ] || { ls -R "$SHM"; fail "rank 1 killed mid-write: expected a whole slot and a .tmp one"; }
+rm -rf "$SHM"/hpctrain-*/rank-00000
+wstep=$((10#$(basename "$whole" | sed 's/step-//')))
+run_np 2 "${common[@]}" --ckpt-dir "$WORK/w" --metrics "$WORK/w2.jsonl" >"$WORK/w2.txt" 2>"$WORK/w2.err" ||
+  { tail "$WORK/w2.err"; fail "resume after the mid-write kill"; }
+grep -q "hpctrain train: resumed from snapshot step $wstep: rank 1's snapshot on host" "$WORK/w2.txt" ||
+  { cat "$WORK/w2.txt" "$WORK/w2.err"; fail "not resumed from rank 1's previous slot (step $wstep)"; }
+run_np 1 ckpt merge "$WORK/w" --out "$WORK/w.h5" >/dev/null
+/usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/w.h5" "$WORK/ref.h5" --exact || fail "mid-write kill: differs from the uninterrupted run"
+ok "rank 1 SIGKILLed while writing $(basename "$tmp"): resumed from its previous slot, step $wstep; final model == uninterrupted run, bitwise"
+[ -z "$(ls -A "$SHM")" ] || { ls -R "$SHM"; fail "a clean finish left snapshots behind"; }
