@@ -222,12 +222,11 @@ void check_pairings(const TrainConfig& c) {
   if (c.grad_accum > 1 && c.batch_size % c.grad_accum != 0)
     throw CollectiveError("--batch-size " + std::to_string(c.batch_size) + " is not divisible by --grad-accum " +
                           std::to_string(c.grad_accum));
-  if (c.zero >= 2)
-    throw CollectiveError("--zero " + std::to_string(c.zero) + ": ZeRO stage " + std::to_string(c.zero) +
-                          (c.zero == 2 ? " (sharded gradients)" : " (sharded parameters)") +
-                          " is not built; --zero 1 shards the optimizer state");
-  if (c.zero == 1 && c.optimizer != "sgd" && c.optimizer != "adamw")
-    throw CollectiveError("--zero 1 with --optimizer " + c.optimizer +
+  if (c.zero == 2)
+    throw CollectiveError("--zero 2: ZeRO stage 2 (sharded gradients) is not built; --zero 1 shards the optimizer "
+                          "state, --zero 3 the parameters too");
+  if (c.zero >= 1 && c.optimizer != "sgd" && c.optimizer != "adamw")
+    throw CollectiveError("--zero " + std::to_string(c.zero) + " with --optimizer " + c.optimizer +
                           ": no sharded implementation of that optimizer (sgd and adamw have one)");
   if (c.sync_bn && is_torchscript_name(c.model))
     throw CollectiveError("--sync-bn cannot convert the BatchNorm layers of the TorchScript module " + c.model +

@@ -20,8 +20,9 @@ namespace hpctrain {
 void Trainer::State::report_start(double base_lr) {
   std::string tied;
   for (const auto& [alias, name] : model->tied_names()) tied += (tied.empty() ? "; " : ", ") + alias + " is " + name;
-  const int zero_world = ddp->zero() ? ddp->zero_partition().world_size : 0;
-  const int64_t padding = ddp->zero() ? ddp->zero_partition().padding() : 0;
+  const ZeroPartition* zp = ddp->zero() ? &ddp->zero_partition() : fsdp ? &fsdp->partition() : nullptr;
+  const int zero_world = zp ? zp->world_size : 0;
+  const int64_t padding = zp ? zp->padding() : 0;
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(world.node_count()) +
                " node(s), device " + dev.str() + ", model " + cfg.model + " (" +
@@ -31,6 +32,7 @@ void Trainer::State::report_start(double base_lr) {
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " +
                optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding));
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
+  if (fsdp) rep->message("hpctrain train: " + fsdp->describe());
   if (checkpointed_units > 0) rep->message("hpctrain train: " + activation_checkpointing_line(checkpointed_units));
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
