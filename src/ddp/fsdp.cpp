@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 
+#include "comm/guard/op_guard.h"
 #include "ddp/fsdp_unit.h"
 #include "runtime/check.h"
 #include "runtime/clock.h"
@@ -115,6 +116,22 @@ std::string FsdpEngine::describe() const {
   return "ZeRO-3: " + std::to_string(units_.size() - 1) + " unit(s) + the root, parameters sharded over " +
          std::to_string(comm_.size()) + " rank(s): " + std::to_string(shard) +
          " elements per rank, largest gathered unit " + std::to_string(largest_unit_bytes()) + " bytes";
+}
+
+std::string FsdpEngine::wire_dtype_name() const {
+  const at::ScalarType cd = opts_.grad_comm_dtype;
+  if (cd == at::kBFloat16 && comm_.size() > 1) return "bfloat16";
+  if (cd == at::kHalf && comm_.size() > 1) return "float16";
+  return "float32";
+}
+
+std::string FsdpEngine::describe_comm() const {
+  int64_t padded = 0;
+  for (auto& u : units_) padded += u->padded;
+  const int64_t elt = wire_dtype_name() == "float32" ? 4 : 2;
+  return "gradient communication: ZeRO-3, " + wire_dtype_name() + " reduce-scatter per unit (" +
+         std::to_string(padded * elt) + " bytes per backward), parameters all-gathered in float32 per unit, " +
+         "each unit twice per step (forward, backward), the root once";
 }
 
 void FsdpEngine::prefetch(size_t i) {
@@ -257,8 +274,8 @@ void FsdpEngine::finish_backward() {
   for (size_t u : awaiting_) missed += (missed.empty() ? "" : ", ") + units_[u]->name;
   awaiting_.clear();
   if (!missed.empty())
-    throw Error("--zero 3: unit(s) " + missed + " ran forward but received no gradient in backward (step " +
-                "aborted: every unit must contribute to the loss)");
+    throw Error("--zero 3: at step " + std::to_string(current_step()) + " unit(s) " + missed +
+                " ran forward but received no gradient in backward (every unit must contribute to the loss)");
 }
 
 void FsdpEngine::zero_grad() {

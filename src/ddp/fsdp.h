@@ -91,6 +91,10 @@ class FsdpEngine {
   int64_t largest_unit_bytes() const;
   const FsdpStats& stats() const { return stats_; }
   std::string describe() const;
+  // "gradient communication: ZeRO-3, float32 reduce-scatter per unit, B bytes per step ..." and
+  // the dtype gradients travel in ("float32", "bfloat16", "float16").
+  std::string describe_comm() const;
+  std::string wire_dtype_name() const;
 
   struct Unit;
   // Internal (the autograd functions of fsdp_function.cpp).

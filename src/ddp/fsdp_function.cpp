@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include "comm/guard/op_guard.h"
 #include "comm/small_collectives.h"
 #include "ddp/fsdp.h"
 #include "ddp/fsdp_unit.h"
@@ -127,8 +128,10 @@ void FsdpEngine::note_ran(size_t u, bool with_grad) {
   if (order_known_) {
     const size_t k = ran_.size();
     if (k >= order_.size() || order_[k] != u)
-      throw Error("--zero 3: unit " + units_[u]->name + " ran out of the order of the first forward (expected " +
-                  (k < order_.size() ? units_[order_[k]]->name : std::string("no further unit")) + ")");
+      throw Error("--zero 3: at step " + std::to_string(current_step()) + " unit " + units_[u]->name +
+                  " ran out of the order of the first forward (expected " +
+                  (k < order_.size() ? units_[order_[k]]->name : std::string("no further unit")) +
+                  "); every rank must run every unit, in one order");
   }
   ran_.push_back(u);
   if (with_grad) awaiting_.push_back(u);
@@ -146,7 +149,8 @@ at::Tensor FsdpEngine::end_forward(const at::Tensor& out) {
   if (!order_known_)
     check_first_order();
   else if (ran_.size() != order_.size())
-    throw Error("--zero 3: this forward ran " + std::to_string(ran_.size()) + " unit(s), the first ran " +
+    throw Error("--zero 3: at step " + std::to_string(current_step()) + " the forward ran " +
+                std::to_string(ran_.size()) + " unit(s), the first ran " +
                 std::to_string(order_.size()) + "; unit " +
                 units_[order_[std::min(ran_.size(), order_.size() - 1)]]->name + " is missing");
   if (at::GradMode::is_enabled() && out.requires_grad() && out.grad_fn()) {

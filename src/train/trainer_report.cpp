@@ -38,7 +38,7 @@ void Trainer::State::report_start(double base_lr) {
     const std::vector<std::string> algos = comm->describe_algorithms();
     for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
     // The dtype the reducer actually hands the buckets over in, and how 16-bit sums travel.
-    rep->message("hpctrain train: " + ddp->reducer().describe_comm());
+    rep->message("hpctrain train: " + (fsdp ? fsdp->describe_comm() : ddp->reducer().describe_comm()));
     const at::ScalarType wire = ddp->reducer().wire_dtype();
     for (const std::string& a : algos)
       if ((wire == at::kBFloat16 || wire == at::kHalf) && a.rfind("half types:", 0) == 0) rep->message("hpctrain train: " + a);
@@ -96,7 +96,7 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.peak_mem_mb_per_rank = peak_memory_per_rank();
   s.zero = cfg.zero;
   s.optim_state_bytes_per_rank = opt->state_bytes();
-  s.grad_comm_dtype = ddp->reducer().wire_dtype_name();
+  s.grad_comm_dtype = fsdp ? fsdp->wire_dtype_name() : ddp->reducer().wire_dtype_name();
   s.bytes_reduced = stats.bytes_reduced();
   s.wall_s = wall_s;
   s.straggler = straggler->summary();
