@@ -32,7 +32,7 @@ export OMP_NUM_THREADS=1
 for ((r = 1; r <= ROUNDS; r++)); do
   "${MPI[@]}" "$BIN" train --model gpt --model-config "n_layer=$L,n_head=$H,n_embd=$E,bias=false" --data "$DATA" \
     --seq-len $T --batch-size $B --max-steps $STEPS --zero 3 --optimizer adamw --lr 3e-3 --weight-decay 0.1 \
-    --clip-grad-norm 1.0 --log-every 100000 --epochs 1 --resume none 2>/dev/null | tail -1 |
+    --clip-grad-norm 1.0 --log-every 100000 --epochs 1 --resume none 2>"$WORK/err.txt" | tail -1 |
     /usr/bin/python3 -c "import json,sys; s=json.loads(sys.stdin.read()); print(json.dumps({'run':'hpctrain_zero3','tokens_per_s':s['tokens_per_s'],'peak_rss_mb_per_rank':s['peak_mem_mb_per_rank']}))" |
     tee -a "$WORK/runs.jsonl"
   "$PY" "$ROOT/perf/memory/zero3_vs_fsdp2.py" "$DATA/train.h5" --ranks 2 --n-layer $L --n-head $H --n-embd $E \
