@@ -239,15 +239,7 @@ void FsdpEngine::begin_forward() {
 }
 
 void FsdpEngine::check_first_order() {
-  std::string mine;
-  for (size_t u : ran_) mine += units_[u]->name + "\n";
-  std::vector<std::string> all = allgather_unit_orders(comm_, mine);
-  for (size_t r = 1; r < all.size(); ++r)
-    if (all[r] != all[0]) {
-      std::string missing = first_difference(all[0], all[r]);
-      throw CollectiveError("--zero 3: rank " + std::to_string(r) + " did not run the units of rank 0 in its first " +
-                            "forward: unit " + missing + " differs (every rank must run every unit, in one order)");
-    }
+  agree_first(std::string::npos);
   order_ = ran_;
   order_known_ = true;
 }

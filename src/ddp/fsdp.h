@@ -24,9 +24,12 @@
 //   pass (an autograd engine callback) completes every reduce-scatter, reduce-scatters the
 //   root's gradient (the root's .grad, then dropped) and releases the root. Gradients add up
 //   over backward passes (gradient accumulation) until zero_grad().
-// - Units run in the order the first forward ran them; the first forward with autograd checks
-//   that every rank ran the same units in the same order (a CollectiveError naming the first unit
-//   a rank did not run); later a different order is an hpctrain::Error naming the unit.
+// - Units run in the order the first forward ran them. In that forward every rank says which
+//   unit it is at before each unit and at the end (one small allgather each), so a rank that
+//   takes another path is a CollectiveError on every rank naming the rank and both units, before
+//   any gather could pair different units. Later a unit out of that order, or a unit that got no
+//   gradient, is an hpctrain::Error naming the unit and the step on the rank that saw it (which
+//   aborts the world: no rank is left waiting).
 // - The unit functions must not run collectives of their own outside the ones every rank runs
 //   in the same order (SyncBatchNorm's are fine). CPU tensors only (the trainer refuses CUDA).
 #pragma once
@@ -112,6 +115,7 @@ class FsdpEngine {
  private:
   void complete_pending(size_t keep);
   void check_first_order();
+  void agree_first(size_t u);
 
   Communicator& comm_;
   FsdpOptions opts_;

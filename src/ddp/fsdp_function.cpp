@@ -9,8 +9,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include "comm/blocking.h"
 #include "comm/guard/op_guard.h"
-#include "comm/small_collectives.h"
 #include "ddp/fsdp.h"
 #include "ddp/fsdp_unit.h"
 #include "runtime/check.h"
@@ -19,23 +19,6 @@ namespace hpctrain {
 
 void queue_backward_callback(std::function<void()> fn) {
   torch::autograd::Engine::get_default_engine().queue_callback(std::move(fn));
-}
-
-std::vector<std::string> allgather_unit_orders(Communicator& comm, const std::string& mine) {
-  return allgather_strings(comm, mine, "fsdp.unit_order");
-}
-
-std::string first_difference(const std::string& a, const std::string& b) {
-  size_t pa = 0, pb = 0;
-  for (;;) {
-    size_t ea = a.find('\n', pa), eb = b.find('\n', pb);
-    std::string la = pa < a.size() ? a.substr(pa, ea - pa) : "(none)";
-    std::string lb = pb < b.size() ? b.substr(pb, eb - pb) : "(none)";
-    if (la != lb) return la + " (rank 0 ran it, the other rank ran " + lb + ")";
-    if (ea == std::string::npos || eb == std::string::npos) return la;
-    pa = ea + 1;
-    pb = eb + 1;
-  }
 }
 
 namespace {
@@ -124,7 +107,25 @@ at::Tensor FsdpEngine::run_unit(size_t u, const std::function<at::Tensor(const a
   return UnitFunction::apply(x, at::TensorList(params), call);
 }
 
+// The first forward: before each unit (and at its end) every rank says which unit it is at, so
+// a rank that takes another path fails on every rank at the first difference, before any
+// gather of different units could pair up.
+void FsdpEngine::agree_first(size_t u) {
+  if (order_known_ || comm_.size() == 1) return;
+  at::Tensor mine = at::full({1}, u == std::string::npos ? int64_t{-1} : static_cast<int64_t>(u), at::kLong);
+  std::vector<at::Tensor> all;
+  allgather_now(comm_, mine, &all, "fsdp.first_order");
+  auto name = [&](int64_t v) { return v < 0 ? std::string("no further unit") : "unit " + units_.at(v)->name; };
+  const int64_t first = all.at(0).item<int64_t>();
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r].item<int64_t>() != first)
+      throw CollectiveError("--zero 3: in the first forward rank " + std::to_string(r) + " ran " +
+                            name(all[r].item<int64_t>()) + " where rank 0 ran " + name(first) +
+                            "; every rank must run every unit, in one order");
+}
+
 void FsdpEngine::note_ran(size_t u, bool with_grad) {
+  agree_first(u);
   if (order_known_) {
     const size_t k = ran_.size();
     if (k >= order_.size() || order_[k] != u)

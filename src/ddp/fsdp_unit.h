@@ -27,9 +27,4 @@ struct FsdpEngine::Unit {
 
 // Runs `fn` when the current backward pass ends (the autograd engine's final callbacks).
 void queue_backward_callback(std::function<void()> fn);
-// Every rank's unit order (one name per line), gathered.
-std::vector<std::string> allgather_unit_orders(Communicator& comm, const std::string& mine);
-// The first line where `a` and `b` differ: "X (rank 0) / Y (rank r)" style text.
-std::string first_difference(const std::string& a, const std::string& b);
-
 }  // namespace hpctrain

@@ -8,7 +8,8 @@
 # - an uneven shard: 3 ranks x 5 == 1 rank x 15 (gpt; its units do not divide by 3);
 # - checkpoints: --zero 3 on 4 ranks resumes as --zero 0 on 2 ranks, and a --zero 0 checkpoint
 #   of 2 ranks as --zero 3 on 4, each ending as its uninterrupted run; eval of a stage-3
-#   checkpoint; the manifest records the stage.
+#   checkpoint; the manifest records the stage;
+# - a plugin model's units (Model::set_unit_runner); a rank that skips a unit: one line, exit 2.
 # (--zero 3 on a CUDA device is refused in one line: not testable without a GPU.)
 source "$(dirname "$0")/lib.sh"
 HERE=$(dirname "$0")
@@ -70,6 +71,18 @@ same ac-z3 g1 "gpt --activation-checkpointing: 2 ranks --zero 3 == 1 rank x 16 w
 train_to bf-z0 2 "${gpt[@]}" --batch-size 8 --max-steps 8 --zero 0 --amp bf16
 train_to bf-z3 2 "${gpt[@]}" --batch-size 8 --max-steps 8 --zero 3 --amp bf16
 same bf-z3 bf-z0 "gpt --amp bf16: --zero 3 == --zero 0 on 2 ranks (bf16 tolerance)" --rtol 1e-2
+
+# A plugin model whose units come from Model::set_unit_runner (tests/plugins/unit_models.cpp;
+# dropout 0.2: the same masks as DDP, drawn once per unit); one whose rank 1 skips a unit is
+# refused at the first forward in one line naming it.
+LIB="$(dirname "$BIN")/tests/libunit_models.so"
+train_to rm-z0 2 --model residual_mlp --model-lib "$LIB" "${img[@]}" --zero 0
+train_to rm-z3 2 --model residual_mlp --model-lib "$LIB" "${img[@]}" --zero 3
+same rm-z3 rm-z0 "plugin residual_mlp (3 units, dropout 0.2): --zero 3 == --zero 0 on 2 ranks"
+grep -q "ZeRO-3: 3 unit(s) + the root" "$WORK/rm-z3.txt" || fail "the plugin's units were not used"
+expect_error skip "in the first forward rank 1 ran unit units.2 where rank 0 ran unit units.1" train --model rank_skip_mlp --model-lib "$LIB" \
+  --data "$I" --zero 3 --ckpt-dir "$WORK/skip"
+[ ! -e "$WORK/skip" ] || [ -z "$(ls -A "$WORK/skip")" ] || fail "a refused run wrote a checkpoint"
 
 # 3. An uneven shard: 3 ranks.
 train_to u1 1 "${gpt[@]}" --batch-size 15 --max-steps 8 --zero 0
