@@ -126,10 +126,14 @@ struct GptImpl : nn::Module {
     at::Tensor pos = at::arange(t, idx.options());
     at::Tensor x = transformer->wte->forward(idx) + transformer->wpe->forward(pos);
     x = at::dropout(x, o.dropout, is_training());
+    size_t i = 0;
     for (const auto& block : *transformer->h) {
       BlockImpl* b = block->as<Block>();
-      x = checkpoint ? checkpoint_unit([b](const at::Tensor& in) { return b->forward(in); }, x, b->parameters())
-                     : b->forward(x);
+      auto unit = [this, b](const at::Tensor& in) {
+        return checkpoint ? checkpoint_unit([b](const at::Tensor& z) { return b->forward(z); }, in, b->parameters())
+                          : b->forward(in);
+      };
+      x = runner ? runner(i++, unit, x) : unit(x);
     }
     x = transformer->ln_f->forward(x);
     return at::linear(x, transformer->wte->weight);  // the LM head, tied to wte
@@ -137,6 +141,7 @@ struct GptImpl : nn::Module {
   GptOptions o;
   Transformer transformer{nullptr};
   bool checkpoint = false;  // --activation-checkpointing: each block recomputed in backward
+  UnitRunner runner;        // --zero 3: each block's forward runs through it
 };
 TORCH_MODULE(Gpt);
 
@@ -150,6 +155,18 @@ class GptModel final : public ModuleModel {
   int64_t set_activation_checkpointing(bool on) override {
     net_->checkpoint = on;
     return o_.n_layer;  // the units: one per transformer block
+  }
+
+  std::vector<ModelUnit> set_unit_runner(UnitRunner run) override {
+    net_->runner = std::move(run);
+    std::vector<ModelUnit> units;
+    for (int64_t i = 0; i < o_.n_layer; ++i) {
+      ModelUnit u{"transformer.h." + std::to_string(i), {}};
+      for (auto& [name, p] : named_parameters())
+        if (name.rfind(u.name + ".", 0) == 0) u.params.push_back(name);
+      units.push_back(std::move(u));
+    }
+    return units;
   }
 
   bool decays(const std::string& name, const at::Tensor& p) override {

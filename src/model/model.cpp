@@ -79,6 +79,7 @@ class UntiedModel final : public Model {
   double train_flops_per_token() override { return inner_->train_flops_per_token(); }
   bool decays(const std::string& name, const at::Tensor& p) override { return inner_->decays(name, p); }
   int64_t set_activation_checkpointing(bool on) override { return inner_->set_activation_checkpointing(on); }
+  std::vector<ModelUnit> set_unit_runner(UnitRunner run) override { return inner_->set_unit_runner(std::move(run)); }
 
  private:
   ModelPtr inner_;

@@ -26,6 +26,11 @@
 //   (model/checkpoint_unit.h, whose contract a unit must meet: no buffer updates, no collectives,
 //   its parameters passed along) while `on`, and returns how many units it has. The default
 //   returns 0: the model has no units, and the trainer refuses the flag in one line naming it.
+// - set_unit_runner(run) (optional, --zero 3): a model whose forward falls into units calls
+//   run(i, fn, x) instead of fn(x) for unit i (fn: the unit's forward; run may gather the unit's
+//   parameters around it) while `run` is set, and returns per unit its name and the names of its
+//   parameters as named_parameters() lists them (disjoint). The default returns none: the
+//   whole model is one unit.
 // The model/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
@@ -47,6 +52,14 @@ class Module;
 namespace hpctrain {
 
 class Communicator;
+
+// --zero 3: runs unit `unit`'s forward `fn` on `x` (Model::set_unit_runner).
+using UnitRunner = std::function<at::Tensor(size_t unit, const std::function<at::Tensor(const at::Tensor&)>& fn,
+                                            const at::Tensor& x)>;
+struct ModelUnit {
+  std::string name;                 // "transformer.h.3"
+  std::vector<std::string> params;  // its parameters' names, as named_parameters() lists them
+};
 
 class Model {
  public:
@@ -71,6 +84,8 @@ class Model {
   virtual std::vector<std::pair<std::string, std::string>> tied_names() { return {}; }
   // Optional: recompute units in backward (see the contract); the number of units, 0 for none.
   virtual int64_t set_activation_checkpointing(bool on) { return 0; }
+  // Optional: route each unit's forward through `run` (see the contract); the units.
+  virtual std::vector<ModelUnit> set_unit_runner(UnitRunner run) { return {}; }
 };
 using ModelPtr = std::shared_ptr<Model>;
 

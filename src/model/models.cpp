@@ -26,7 +26,11 @@ ClassifierNetImpl::ClassifierNetImpl(nn::Sequential f, nn::Sequential c) {
   classifier = register_module("classifier", std::move(c));
 }
 
-at::Tensor ClassifierNetImpl::forward(at::Tensor x) { return classifier->forward(features->forward(x)); }
+at::Tensor ClassifierNetImpl::forward(at::Tensor x) {
+  if (!runner) return classifier->forward(features->forward(x));
+  at::Tensor h = runner(0, [this](const at::Tensor& in) { return features->forward(in); }, x);
+  return runner(1, [this](const at::Tensor& in) { return classifier->forward(in); }, h);
+}
 
 namespace {
 
@@ -120,6 +124,28 @@ ClassifierNet make_model(const std::string& name, const std::vector<int64_t>& sh
 
 namespace {
 
+// A zoo model behind the interface, with its two Sequentials as units.
+class ZooModel final : public ModuleModel {
+ public:
+  ZooModel(ClassifierNet net, ForwardFn forward) : ModuleModel(net.ptr(), std::move(forward)), net_(net.get()) {}
+  std::vector<ModelUnit> set_unit_runner(UnitRunner run) override {
+    net_->runner = std::move(run);
+    std::vector<ModelUnit> units{{"features", {}}, {"classifier", {}}};
+    for (auto& [name, p] : named_parameters())
+      for (auto& u : units)
+        if (name.rfind(u.name + ".", 0) == 0) u.params.push_back(name);
+    return units;
+  }
+
+ private:
+  ClassifierNetImpl* net_;  // owned by the ModuleModel
+};
+
+ModelPtr zoo_model(ClassifierNet net) {
+  ClassifierNetImpl* raw = net.get();
+  return std::make_shared<ZooModel>(net, [raw](const at::Tensor& x) { return raw->forward(x); });
+}
+
 // The zoo behind the model interface: BatchNorm layers become SyncBatchNorm (tags bn0, bn1, ...)
 // when the spec carries a communicator.
 ModelFactory zoo_factory() {
@@ -138,14 +164,14 @@ ModelFactory zoo_factory() {
     }
     if (spec.num_classes > 0) {
       if (spec.num_classes < 2) throw CollectiveError("the data has fewer than 2 classes");
-      return module_model(make_model(spec.name, spec.sample_shape, spec.num_classes, norm));
+      return zoo_model(make_model(spec.name, spec.sample_shape, spec.num_classes, norm));
     }
     // Regression: one output per target entry, shaped like the targets.
     int64_t outputs = 1;
     for (int64_t d : spec.target_shape) outputs *= d;
     ClassifierNet net = make_model(spec.name, spec.sample_shape, outputs, norm);
     std::vector<int64_t> tshape = spec.target_shape;
-    return std::make_shared<ModuleModel>(net.ptr(), [raw = net.get(), tshape](const at::Tensor& x) {
+    return std::make_shared<ZooModel>(net, [raw = net.get(), tshape](const at::Tensor& x) {
       std::vector<int64_t> shape{x.size(0)};
       shape.insert(shape.end(), tshape.begin(), tshape.end());
       return raw->forward(x).view(shape);

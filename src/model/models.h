@@ -13,6 +13,7 @@
 //   pre-activation basic block each at 48/96/192 channels, strides 1/2/2, BN-ReLU,
 //   global average pool, linear), for 28x28 or 32x32 inputs; 690,394 parameters for 1x28x28
 //   and 10 classes.
+// - Behind the model interface, `features` and `classifier` are the model's units (--zero 3).
 // - Normalization layers come from a NormFactory, so SyncBatchNorm can replace BatchNorm2d at
 //   construction with identical names and state (weight, bias, running_mean, running_var,
 //   num_batches_tracked).
@@ -36,6 +37,8 @@ struct ClassifierNetImpl : torch::nn::Module {
   ClassifierNetImpl(torch::nn::Sequential features, torch::nn::Sequential classifier);
   at::Tensor forward(at::Tensor x);
   torch::nn::Sequential features{nullptr}, classifier{nullptr};
+  // --zero 3 (Model::set_unit_runner): `features` is unit 0, `classifier` unit 1.
+  std::function<at::Tensor(size_t, const std::function<at::Tensor(const at::Tensor&)>&, const at::Tensor&)> runner;
 };
 TORCH_MODULE(ClassifierNet);
 

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "ckpt/zero_state.h"
 #include "comm/blocking.h"
 #include "comm/communicator.h"
 #include "ddp/ddp.h"
+#include "ddp/fsdp.h"
 #include "model/model.h"
 #include "runtime/check.h"
 #include "optim/amp.h"
@@ -78,18 +80,28 @@ class ReplicatedOptimizer final : public TrainOptimizer {
   int64_t slots_ = 0;
 };
 
-// --zero 1|2: each rank steps its shard, then the parameters are allgathered.
+// What a sharded optimizer steps: --zero 1 DDP's bucket blocks (then allgathered), --zero 3 the
+// FsdpEngine's unit shards (gathered by the next forward).
+struct ShardSource {
+  const ZeroPartition* partition = nullptr;
+  std::vector<at::Tensor> param_blocks, grad_blocks;
+  std::function<void()> after_step;
+  std::function<void(CheckpointState&)> capture_model;  // --zero 3: the parameters, gathered
+  int stage = 1;
+};
+
+// --zero 1|2|3: each rank steps its shard, then (stages 1, 2) the parameters are allgathered.
 class ZeroOptimizer final : public TrainOptimizer {
  public:
-  ZeroOptimizer(const OptimConfig& c, Model& model, DistributedDataParallel& ddp, Communicator& comm, double base_lr)
-      : ddp_(ddp), comm_(comm) {
+  ZeroOptimizer(const OptimConfig& c, Model& model, ShardSource src, Communicator& comm, double base_lr)
+      : src_(std::move(src)), comm_(comm) {
     ShardedOptimOptions o;
     o.name = c.optimizer;
     o.lr = base_lr;
     o.momentum = c.optimizer == "sgd" ? c.momentum : 0;
     o.nesterov = c.nesterov && c.momentum > 0;
     o.weight_decay = c.weight_decay;
-    opt_ = std::make_unique<ShardedOptimizer>(o, ddp.param_blocks(), ddp.grad_blocks());
+    opt_ = std::make_unique<ShardedOptimizer>(o, src_.param_blocks, src_.grad_blocks);
     set_decay_masks(model);
     for (auto& [name, p] : model.named_parameters()) order_.emplace(name, static_cast<int64_t>(order_.size()));
   }
@@ -102,34 +114,34 @@ class ZeroOptimizer final : public TrainOptimizer {
       any_off = any_off || !decays[name];
     }
     if (!any_off) return;
-    const ZeroPartition& z = ddp_.zero_partition();
+    const ZeroPartition& z = *src_.partition;
     std::vector<at::Tensor> masks;
     for (const ZeroBucket& b : z.buckets) {
       at::Tensor m = at::zeros({b.padded}, at::TensorOptions().dtype(at::kBool));
       for (const ZeroSlot& s : b.params)
         if (decays.at(s.name)) m.narrow(0, s.offset, s.numel).fill_(true);
-      masks.push_back(m.narrow(0, comm_.rank() * b.block, b.block).to(ddp_.param_blocks().at(masks.size()).device()));
+      masks.push_back(m.narrow(0, comm_.rank() * b.block, b.block).to(src_.param_blocks.at(masks.size()).device()));
     }
     opt_->set_decay_masks(std::move(masks));
   }
   void set_lr(double lr) override { opt_->set_lr(lr); }
   StepOutcome step(LossScaler& scaler, double clip_norm) override {
-    if (!scaler.unscale_and_check_grads(ddp_.grad_blocks(), comm_)) return {StepOutcome::kSkipped, 0};
-    const double norm = clip_grad_norm_sharded(ddp_.grad_blocks(), clip_norm, comm_);  // allreduced
+    if (!scaler.unscale_and_check_grads(src_.grad_blocks, comm_)) return {StepOutcome::kSkipped, 0};
+    const double norm = clip_grad_norm_sharded(src_.grad_blocks, clip_norm, comm_);  // allreduced
     if (!std::isfinite(norm)) return {StepOutcome::kDiverged, norm};
     opt_->step();
-    ddp_.allgather_params();
+    if (src_.after_step) src_.after_step();
     return {StepOutcome::kApplied, norm};
   }
   // Each rank looks at the slots of its own gradient shard; the lowest model index wins.
   std::string first_nonfinite_grad() override {
-    const ZeroPartition& z = ddp_.zero_partition();
+    const ZeroPartition& z = *src_.partition;
     const int64_t none = static_cast<int64_t>(order_.size());
     int64_t first = none;
     for (size_t b = 0; b < z.buckets.size(); ++b) {
       const ZeroBucket& bucket = z.buckets[b];
       const int64_t lo = comm_.rank() * bucket.block, hi = lo + bucket.block;
-      const at::Tensor& g = ddp_.grad_blocks().at(b);
+      const at::Tensor& g = src_.grad_blocks.at(b);
       for (const ZeroSlot& s : bucket.params) {
         const int64_t a = std::max(lo, s.offset), e = std::min(hi, s.offset + s.numel);
         if (a >= e || !order_.count(s.name)) continue;
@@ -148,7 +160,7 @@ class ZeroOptimizer final : public TrainOptimizer {
   // Rank 0 writes the checkpoint, so every rank's shard of every slot is gathered (one
   // allgather_into per slot); each rank's shard is then its own tensor in the checkpoint.
   void capture(CheckpointState& st) override {
-    const ZeroPartition& z = ddp_.zero_partition();
+    const ZeroPartition& z = *src_.partition;
     for (const auto& [slot, mine] : opt_->state()) {
       at::Tensor all = at::empty({mine.numel() * comm_.size()}, mine.options());
       if (comm_.size() > 1)
@@ -158,15 +170,16 @@ class ZeroOptimizer final : public TrainOptimizer {
       for (int r = 0; r < comm_.size(); ++r)
         st.tensors.emplace_back(zero_shard_name(r, slot), all.narrow(0, r * mine.numel(), mine.numel()));
     }
+    if (src_.capture_model) src_.capture_model(st);
     if (opt_->options().name == "adamw")
       st.tensors.emplace_back(kZeroStepTensor, at::scalar_tensor(opt_->steps(), at::kLong));
     st.meta["zero"] = z.to_json();
-    st.meta["zero"]["stage"] = ddp_.zero_stage();  // 1 or 2: the same sharded layout either way
+    st.meta["zero"]["stage"] = src_.stage;  // 1, 2 or 3: the same sharded optimizer layout (3: one bucket per unit)
   }
   void restore(const CheckpointState& st, const std::string& source) override {
     CheckpointState flat = st;
     unshard_optimizer_state(flat, source);  // a no-op for a DDP checkpoint
-    auto slots = shard_optimizer_state(flat, ddp_.zero_partition(), comm_.rank(), source);
+    auto slots = shard_optimizer_state(flat, *src_.partition, comm_.rank(), source);
     int64_t steps = 0;
     for (const auto& [name, t] : flat.tensors)
       if (name.size() > 5 && name.compare(name.size() - 5, 5, ".step") == 0 && name.rfind("optim/", 0) == 0) {
@@ -182,7 +195,7 @@ class ZeroOptimizer final : public TrainOptimizer {
   bool sharded() const override { return true; }
 
  private:
-  DistributedDataParallel& ddp_;
+  ShardSource src_;
   Communicator& comm_;
   std::unique_ptr<ShardedOptimizer> opt_;
   std::map<std::string, int64_t> order_;  // parameter name -> its index in the model's order
@@ -194,7 +207,19 @@ std::unique_ptr<TrainOptimizer> make_train_optimizer(const OptimConfig& c, Model
                                                      Communicator& comm, double base_lr) {
   if (!ddp.zero()) return std::make_unique<ReplicatedOptimizer>(c, model, comm, base_lr);
   check_sharded_optimizer(c.optimizer);
-  return std::make_unique<ZeroOptimizer>(c, model, ddp, comm, base_lr);
+  DistributedDataParallel* d = &ddp;
+  ShardSource src{&ddp.zero_partition(), ddp.param_blocks(), ddp.grad_blocks(), [d] { d->allgather_params(); },
+                  nullptr, ddp.zero_stage()};
+  return std::make_unique<ZeroOptimizer>(c, model, std::move(src), comm, base_lr);
+}
+
+std::unique_ptr<TrainOptimizer> make_fsdp_train_optimizer(const OptimConfig& c, Model& model, FsdpEngine& engine,
+                                                          Communicator& comm, double base_lr) {
+  check_sharded_optimizer(c.optimizer);
+  FsdpEngine* e = &engine;
+  ShardSource src{&engine.partition(), engine.param_blocks(), engine.grad_blocks(), nullptr,
+                  [e](CheckpointState& st) { e->capture_full(st.tensors); }, 3};
+  return std::make_unique<ZeroOptimizer>(c, model, std::move(src), comm, base_lr);
 }
 
 }  // namespace hpctrain

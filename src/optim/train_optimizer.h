@@ -36,6 +36,7 @@ namespace hpctrain {
 
 class Communicator;
 class DistributedDataParallel;
+class FsdpEngine;
 class LossScaler;
 class Model;
 
@@ -59,5 +60,9 @@ class TrainOptimizer {
 // The replicated optimizer with --zero 0, the sharded one with --zero 1|2 (ddp built with zero).
 std::unique_ptr<TrainOptimizer> make_train_optimizer(const OptimConfig& c, Model& model, DistributedDataParallel& ddp,
                                                      Communicator& comm, double base_lr);
+// --zero 3: the sharded optimizer over the engine's unit shards (ddp/fsdp.h); nothing is
+// gathered after the step (the next forward gathers each unit). Checkpoints as ZeRO-1's.
+std::unique_ptr<TrainOptimizer> make_fsdp_train_optimizer(const OptimConfig& c, Model& model, FsdpEngine& engine,
+                                                          Communicator& comm, double base_lr);
 
 }  // namespace hpctrain

@@ -222,9 +222,6 @@ void check_pairings(const TrainConfig& c) {
   if (c.grad_accum > 1 && c.batch_size % c.grad_accum != 0)
     throw CollectiveError("--batch-size " + std::to_string(c.batch_size) + " is not divisible by --grad-accum " +
                           std::to_string(c.grad_accum));
-  if (c.zero >= 3)
-    throw CollectiveError("--zero " + std::to_string(c.zero) + ": ZeRO stage " + std::to_string(c.zero) +
-                          " (sharded parameters) is not built; --zero 2 shards the gradients and the optimizer state");
   if (c.zero >= 1 && c.optimizer != "sgd" && c.optimizer != "adamw")
     throw CollectiveError("--zero " + std::to_string(c.zero) + " with --optimizer " + c.optimizer +
                           ": no sharded implementation of that optimizer (sgd and adamw have one)");

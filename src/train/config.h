@@ -63,7 +63,7 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(int64_t, lr_ref_batch, 0, "", "", 0, 1e12, false, "linear scaling rule: lr x global batch / this (0: off)") \
   X(double, clip_grad_norm, 0, "", "", 0, 1e12, false, "clip gradients to this global norm (0: off)") \
   X(int64_t, grad_accum, 1, "", "", 1, 1e6, false, "micro-batches per optimizer step (must divide --batch-size)") \
-  X(int64_t, zero, 0, "", "", 0, 3, false, "ZeRO stage: 0 = DDP (replicated), 1 = optimizer state sharded over ranks, 2 = gradients sharded too (docs/zero.md; hpctrain plan sizes each stage)") \
+  X(int64_t, zero, 0, "", "", 0, 3, false, "ZeRO stage: 0 = DDP (replicated), 1 = optimizer state sharded over ranks, 2 = gradients sharded too, 3 = parameters too, each unit (gpt: a transformer block) gathered around its forward and backward, CPU ranks (docs/zero.md; hpctrain plan sizes each stage)") \
   X(bool, activation_checkpointing, false, "", "", kNoMin, kNoMax, false, "keep only each unit's input (gpt: each transformer block) in forward and recompute the unit in backward: less activation memory, one more forward of the units per step") \
   X(std::string, device, "auto", "auto|cpu|cuda|cuda:N", "", kNoMin, kNoMax, false, "device of every rank (auto: the local rank's GPU if any, else cpu)") \
   X(bool, sync_bn, false, "", "", kNoMin, kNoMax, false, "convert BatchNorm to SyncBatchNorm (not for TorchScript models)") \

@@ -77,7 +77,8 @@ void Trainer::State::setup() {
   if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
   const OptimConfig oc = optim_config(cfg);
   double base_lr = scaled_lr(oc, global_batch);
-  opt = make_train_optimizer(oc, *model, *ddp, *comm, base_lr);
+  opt = fsdp ? make_fsdp_train_optimizer(oc, *model, *fsdp, *comm, base_lr)
+             : make_train_optimizer(oc, *model, *ddp, *comm, base_lr);
   sched = std::make_unique<LrSchedule>(oc, base_lr, total_steps);
   mfu = setup_mfu(*model, cfg, dev, train->info().tokens, *comm);
   scaler = LossScaler(cfg.amp == "fp16");
@@ -111,11 +112,13 @@ bool Trainer::State::step_boundary() {
 
 // --resume: every rank reads the same checkpoint and continues from the same step.
 void Trainer::State::resume() {
+  if (fsdp) fsdp->materialize();  // --zero 3: the state loads into whole parameters, then is sharded
   std::optional<TrainProgress> p = resume_from_snapshot();  // trainer_snapshot.cpp; nullopt: the disk's
   if (!p) {
     p = ckpt->resume(*model, *opt, device, world.size(), global_batch);
     if (p) resumed_from = "disk checkpoint step " + std::to_string(p->step);
   }
+  if (fsdp) fsdp->shard_from_params(p.has_value());
   if (!p) return;
   step = p->step;
   start_epoch = p->sampler.epoch;
@@ -172,6 +175,7 @@ void Trainer::State::train_step(const Batch& b) {
   if (outcome.kind == StepOutcome::kDiverged) throw_diverged(outcome, step_loss);
   scaler.update(outcome.kind == StepOutcome::kSkipped);
   ddp->zero_grad();
+  if (fsdp) fsdp->zero_grad();
   stats.add_optimizer(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count());
   stats.add_step(b.images.size(0), ddp->last_step());
 }

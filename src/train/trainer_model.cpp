@@ -144,7 +144,15 @@ void Trainer::State::build_model() {
   dopts.grad_comm_dtype = cfg.grad_comm_dtype == "bf16"   ? at::kBFloat16
                          : cfg.grad_comm_dtype == "fp16" ? at::kHalf
                                                          : at::ScalarType::Undefined;
-  ddp = std::make_unique<DistributedDataParallel>(model->named_parameters(), model->named_buffers(), *comm, dopts);
+  if (cfg.zero == 3) {
+    shard_parameters(dopts.grad_comm_dtype);  // trainer_fsdp.cpp: model becomes the sharded one
+    NamedTensors frozen;
+    for (auto& [name, p] : model->named_parameters())
+      if (!p.requires_grad()) frozen.emplace_back(name, p);
+    ddp = std::make_unique<DistributedDataParallel>(frozen, model->named_buffers(), *comm, dopts);
+  } else {
+    ddp = std::make_unique<DistributedDataParallel>(model->named_parameters(), model->named_buffers(), *comm, dopts);
+  }
   for (auto& [name, p] : model->named_parameters())
     if (p.requires_grad()) params.push_back(p);
 }

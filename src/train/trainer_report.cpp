@@ -20,8 +20,9 @@ namespace hpctrain {
 void Trainer::State::report_start(double base_lr) {
   std::string tied;
   for (const auto& [alias, name] : model->tied_names()) tied += (tied.empty() ? "; " : ", ") + alias + " is " + name;
-  const int zero_world = ddp->zero() ? ddp->zero_partition().world_size : 0;
-  const int64_t padding = ddp->zero() ? ddp->zero_partition().padding() : 0;
+  const ZeroPartition* zp = ddp->zero() ? &ddp->zero_partition() : fsdp ? &fsdp->partition() : nullptr;
+  const int zero_world = zp ? zp->world_size : 0;
+  const int64_t padding = zp ? zp->padding() : 0;
   rep->message("hpctrain train: config " + cfg.to_json().dump());
   rep->message("hpctrain train: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(world.node_count()) +
                " node(s), device " + dev.str() + ", model " + cfg.model + " (" +
@@ -29,15 +30,16 @@ void Trainer::State::report_start(double base_lr) {
                std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
                std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " +
-               optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding, ddp->zero_stage()));
+               optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding, fsdp ? 3 : ddp->zero_stage()));
   rep->message("hpctrain train: " + model_state_line(model_state()));
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
+  if (fsdp) rep->message("hpctrain train: " + fsdp->describe());
   if (checkpointed_units > 0) rep->message("hpctrain train: " + activation_checkpointing_line(checkpointed_units));
   if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
     for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
     // The dtype the reducer actually hands the buckets over in, and how 16-bit sums travel.
-    rep->message("hpctrain train: " + ddp->reducer().describe_comm());
+    rep->message("hpctrain train: " + (fsdp ? fsdp->describe_comm() : ddp->reducer().describe_comm()));
     const at::ScalarType wire = ddp->reducer().wire_dtype();
     for (const std::string& a : algos)
       if ((wire == at::kBFloat16 || wire == at::kHalf) && a.rfind("half types:", 0) == 0) rep->message("hpctrain train: " + a);
@@ -96,7 +98,7 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.zero = cfg.zero;
   s.optim_state_bytes_per_rank = opt->state_bytes();
   s.model_state = model_state();
-  s.grad_comm_dtype = ddp->reducer().wire_dtype_name();
+  s.grad_comm_dtype = fsdp ? fsdp->wire_dtype_name() : ddp->reducer().wire_dtype_name();
   s.bytes_reduced = stats.bytes_reduced();
   s.wall_s = wall_s;
   s.straggler = straggler->summary();
@@ -125,6 +127,13 @@ ModelStateBytes Trainer::State::model_state() const {
   m.gradients = ddp->reducer().held_grad_bytes();
   m.gradients_peak = ddp->reducer().last_stats().peak_grad_bytes;
   m.optimizer_state = opt->state_bytes();
+  if (fsdp) {  // --zero 3: the shards, held between steps, and the largest unit gathered during one
+    m.stage = 3;
+    m.parameters += fsdp->resident_param_bytes();
+    for (const auto& g : fsdp->grad_blocks()) m.gradients += static_cast<int64_t>(g.nbytes());
+    m.gradients_peak = m.gradients;
+    m.largest_unit = fsdp->largest_unit_bytes();
+  }
   return m;
 }
 

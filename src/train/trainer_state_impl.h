@@ -15,6 +15,7 @@
 #include "comm/router.h"
 #include "dataset/loader.h"
 #include "ddp/ddp.h"
+#include "ddp/fsdp.h"
 #include "diag/link_probe.h"
 #include "metrics/progress.h"
 #include "metrics/run_report.h"
@@ -51,6 +52,7 @@ struct Trainer::State {
   ModelPtr model;
   std::unique_ptr<Loss> loss;
   std::unique_ptr<DistributedDataParallel> ddp;
+  std::shared_ptr<FsdpEngine> fsdp;  // --zero 3 (then ddp carries only buffers and frozen parameters)
   std::vector<at::Tensor> params;
   std::unique_ptr<TrainOptimizer> opt;
   std::unique_ptr<LrSchedule> sched;
@@ -85,6 +87,7 @@ struct Trainer::State {
   void start_flight_recorder();
   void report_restart(int64_t resumed_step);
   void build_model();
+  void shard_parameters(at::ScalarType grad_comm_dtype);  // --zero 3, trainer_fsdp.cpp
   void check_model_output();
   void train_step(const Batch& b);
   [[noreturn]] void throw_diverged(const StepOutcome& outcome, const at::Tensor& step_loss);

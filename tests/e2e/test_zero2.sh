@@ -143,6 +143,5 @@ print(f"ok: plan gpt L2 E32 V{V} on 2 ranks (P={P}): totals " +
 PY
 
 # 6. Bad input: one line, exit 2.
-expect_error zero3 "ZeRO stage 3 .* not built" train --data "$D" --model mlp --zero 3
 expect_error plan_world "--world" plan --model gpt --world 0
 expect_error plan_model "unknown model" plan --model nosuchmodel --world 2

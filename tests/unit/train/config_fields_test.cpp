@@ -183,12 +183,7 @@ TEST(ConfigPairings, AreCheckedWhenTheConfigIsLoaded) {
     EXPECT_NE(std::string(e.what()).find("--sync-bn"), std::string::npos) << e.what();
   }
   std::remove(script.c_str());
-  try {
-    load_config("", {{"data", "/d"}, {"zero", "3"}});
-    ADD_FAILURE() << "--zero 3 was accepted";
-  } catch (const CollectiveError& e) {
-    EXPECT_NE(std::string(e.what()).find("--zero 3"), std::string::npos) << e.what();
-  }
+  EXPECT_NO_THROW(load_config("", {{"data", "/d"}, {"zero", "3"}, {"optimizer", "adamw"}}));
   EXPECT_NO_THROW(load_config("", {{"data", "/d"}, {"zero", "2"}, {"optimizer", "adamw"}}));
   TrainConfig c;
   c.data = "/d";
@@ -199,5 +194,7 @@ TEST(ConfigPairings, AreCheckedWhenTheConfigIsLoaded) {
   EXPECT_NO_THROW(check_pairings(c));
   c.zero = 2;
   c.optimizer = "lamb";
+  EXPECT_THROW(check_pairings(c), CollectiveError);
+  c.zero = 3;
   EXPECT_THROW(check_pairings(c), CollectiveError);
 }

@@ -1,0 +1,332 @@
+// FsdpEngine: the flat per-unit layout, shards, gathers (storage re-allocated in place, so every
+// parameter and every tensor saved for backward that views it sees the gathered values again),
+// gradient reduce-scatters and the end-of-backward step. The autograd side: fsdp_function.cpp.
+#include "ddp/fsdp.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/native/Resize.h>
+
+#include <chrono>
+#include <map>
+
+#include "comm/guard/op_guard.h"
+#include "ddp/fsdp_unit.h"
+#include "runtime/check.h"
+#include "runtime/clock.h"
+#include "runtime/trace.h"
+
+namespace hpctrain {
+
+namespace {
+void resize_storage(const at::Tensor& t, int64_t bytes) {
+  at::native::resize_bytes_cpu(t.storage().unsafeGetStorageImpl(), static_cast<size_t>(bytes));
+}
+// A tensor over `flat`'s current bytes that shares no version counter with it or its views:
+// gathers write through it, so tensors saved for backward stay valid.
+at::Tensor raw_alias(const at::Tensor& flat, int64_t numel) {
+  return at::from_blob(flat.storage().mutable_data(), {numel}, flat.options());
+}
+}  // namespace
+
+FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Communicator& comm, FsdpOptions opts)
+    : comm_(comm), opts_(opts) {
+  if (comm_.device_type() != c10::DeviceType::CPU)
+    throw CollectiveError("--zero 3 runs on CPU ranks only (MPI); the NCCL path is not built");
+  units.push_back(std::move(root));
+  const int world = comm_.size(), rank = comm_.rank();
+  partition_.world_size = world;
+  at::NoGradGuard no_grad;
+  for (auto& spec : units) {
+    auto u = std::make_unique<Unit>();
+    u->name = spec.name;
+    ZeroBucket zb;
+    zb.dtype = "float32";
+    for (auto& [name, p] : spec.params) {
+      if (p.scalar_type() != at::kFloat)
+        throw CollectiveError("--zero 3 needs float32 parameters; " + name + " is " + c10::toString(p.scalar_type()));
+      if (!p.device().is_cpu()) throw CollectiveError("--zero 3: parameter " + name + " is not on the CPU");
+      u->names.push_back(name);
+      u->params.push_back(p);
+      u->offsets.push_back(u->numel);
+      zb.params.push_back({name, u->numel, p.numel()});
+      u->numel += p.numel();
+    }
+    u->padded = (u->numel + world - 1) / world * world;
+    u->block = u->padded / world;
+    zb.numel = u->numel;
+    zb.padded = u->padded;
+    zb.block = u->block;
+    partition_.buckets.push_back(std::move(zb));
+    // Rank 0's values for everyone (as DDP), then each rank keeps its block.
+    at::Tensor full = at::zeros({u->padded}, at::TensorOptions().dtype(at::kFloat));
+    for (size_t i = 0; i < u->params.size(); ++i)
+      full.narrow(0, u->offsets[i], u->params[i].numel()).copy_(u->params[i].detach().reshape({-1}));
+    if (world > 1 && u->padded > 0) comm_.broadcast(full, 0, "fsdp.init")->wait();
+    u->shard = full.narrow(0, rank * u->block, u->block).clone();
+    u->grad = at::zeros({u->block}, u->shard.options());
+    full = at::Tensor();
+    u->flat = at::empty({u->padded}, at::TensorOptions().dtype(at::kFloat));
+    for (size_t i = 0; i < u->params.size(); ++i)
+      u->params[i].set_data(u->flat.narrow(0, u->offsets[i], u->params[i].numel()).view(u->params[i].sizes()));
+    resize_storage(u->flat, 0);
+    units_.push_back(std::move(u));
+  }
+}
+
+FsdpEngine::~FsdpEngine() {
+  try {
+    complete_pending(0);
+    for (auto& u : units_)
+      if (u->work) u->work->wait();
+  } catch (...) {
+  }
+}
+
+size_t FsdpEngine::num_units() const { return units_.size(); }
+const std::string& FsdpEngine::unit_name(size_t u) const { return units_.at(u)->name; }
+
+std::vector<at::Tensor> FsdpEngine::param_blocks() const {
+  std::vector<at::Tensor> out;
+  for (auto& u : units_) out.push_back(u->shard);
+  return out;
+}
+std::vector<at::Tensor> FsdpEngine::grad_blocks() const {
+  std::vector<at::Tensor> out;
+  for (auto& u : units_) out.push_back(u->grad);
+  return out;
+}
+std::vector<at::Tensor> FsdpEngine::unit_params(size_t u) const { return units_.at(u)->params; }
+
+int64_t FsdpEngine::resident_param_bytes() const {
+  int64_t n = 0;
+  for (auto& u : units_) n += static_cast<int64_t>(u->flat.storage().nbytes() + u->shard.nbytes());
+  return n;
+}
+
+int64_t FsdpEngine::largest_unit_bytes() const {
+  int64_t n = 0;
+  for (auto& u : units_) n = std::max<int64_t>(n, u->padded * 4);
+  return n;
+}
+
+std::string FsdpEngine::describe() const {
+  int64_t shard = 0;
+  for (auto& u : units_) shard += u->block;
+  return "ZeRO-3: " + std::to_string(units_.size() - 1) + " unit(s) + the root, parameters sharded over " +
+         std::to_string(comm_.size()) + " rank(s): " + std::to_string(shard) +
+         " elements per rank, largest gathered unit " + std::to_string(largest_unit_bytes()) + " bytes";
+}
+
+std::string FsdpEngine::wire_dtype_name() const {
+  const at::ScalarType cd = opts_.grad_comm_dtype;
+  if (cd == at::kBFloat16 && comm_.size() > 1) return "bfloat16";
+  if (cd == at::kHalf && comm_.size() > 1) return "float16";
+  return "float32";
+}
+
+std::string FsdpEngine::describe_comm() const {
+  int64_t padded = 0;
+  for (auto& u : units_) padded += u->padded;
+  const int64_t elt = wire_dtype_name() == "float32" ? 4 : 2;
+  return "gradient communication: ZeRO-3, " + wire_dtype_name() + " reduce-scatter per unit (" +
+         std::to_string(padded * elt) + " bytes per backward), parameters all-gathered in float32 per unit, " +
+         "each unit twice per step (forward, backward), the root once";
+}
+
+void FsdpEngine::prefetch(size_t i) {
+  if (i >= units_.size()) return;
+  Unit& u = *units_[i];
+  if (u.gathered || u.work) return;
+  if (u.padded == 0) {
+    u.gathered = true;
+    return;
+  }
+  resize_storage(u.flat, u.padded * 4);
+  at::Tensor out = raw_alias(u.flat, u.padded);
+  stats_.bytes_gathered += u.padded * 4;
+  if (comm_.size() == 1) {
+    out.copy_(u.shard);
+    u.gathered = true;
+    return;
+  }
+  u.work = comm_.allgather_into(u.shard, out, "fsdp.gather[" + std::to_string(i) + "]");
+}
+
+void FsdpEngine::gather(size_t i) {
+  Unit& u = *units_.at(i);
+  if (u.gathered) return;
+  if (!u.work) prefetch(i);
+  if (u.work) {
+    auto t0 = std::chrono::steady_clock::now();
+    TraceSpan blocked("comm_blocked", "wait");
+    u.work->wait();
+    u.work.reset();
+    stats_.wait_s += seconds_since(t0);
+  }
+  u.gathered = true;
+}
+
+void FsdpEngine::release(size_t i) {
+  Unit& u = *units_.at(i);
+  if (u.work) {
+    u.work->wait();
+    u.work.reset();
+  }
+  resize_storage(u.flat, 0);
+  u.gathered = false;
+}
+
+size_t FsdpEngine::neighbour(size_t u, int dir) const {
+  if (!order_known_) return std::string::npos;
+  for (size_t k = 0; k < order_.size(); ++k)
+    if (order_[k] == u) {
+      if (dir > 0) return k + 1 < order_.size() ? order_[k + 1] : std::string::npos;
+      return k > 0 ? order_[k - 1] : std::string::npos;
+    }
+  return std::string::npos;
+}
+
+struct FsdpEngine::Pending {
+  size_t unit;
+  WorkHandle work;
+  at::Tensor full, block;
+};
+
+// Parameter gradients of unit u (one per parameter, undefined: zero) into this rank's block.
+void FsdpEngine::reduce_grads(size_t i, const std::vector<at::Tensor>& grads) {
+  Unit& u = *units_.at(i);
+  if (u.padded == 0) return;
+  at::NoGradGuard no_grad;
+  at::Tensor full = at::zeros({u.padded}, u.shard.options());
+  for (size_t k = 0; k < u.params.size() && k < grads.size(); ++k)
+    if (grads[k].defined()) full.narrow(0, u.offsets[k], u.params[k].numel()).copy_(grads[k].reshape({-1}));
+  if (comm_.size() == 1) {
+    u.grad.add_(full);
+    return;
+  }
+  full.mul_(1.0 / comm_.size());
+  const at::ScalarType cd = opts_.grad_comm_dtype;
+  if (cd != at::ScalarType::Undefined && cd != at::kFloat) full = full.to(cd);
+  auto p = std::make_unique<Pending>();
+  p->unit = i;
+  p->full = full;
+  p->block = at::empty({u.block}, full.options());
+  stats_.bytes_reduced += static_cast<int64_t>(full.nbytes());
+  p->work = comm_.reduce_scatter(p->full, p->block, ReduceOp::kSum, "fsdp.grad[" + std::to_string(i) + "]");
+  pending_.push_back(std::move(p));
+  complete_pending(1);  // at most two full gradients alive: this one and the one before
+}
+
+void FsdpEngine::complete_pending(size_t keep) {
+  while (pending_.size() > keep) {
+    Pending& p = *pending_.front();
+    auto t0 = std::chrono::steady_clock::now();
+    {
+      TraceSpan blocked("comm_blocked", "wait");
+      p.work->wait();
+    }
+    stats_.wait_s += seconds_since(t0);
+    units_[p.unit]->grad.add_(p.block.to(at::kFloat));
+    pending_.erase(pending_.begin());
+  }
+}
+
+void FsdpEngine::begin_forward() {
+  ran_.clear();
+  gather(units_.size() - 1);
+  root_open_ = true;
+}
+
+void FsdpEngine::check_first_order() {
+  agree_first(std::string::npos);
+  order_ = ran_;
+  order_known_ = true;
+}
+
+void FsdpEngine::queue_finalize() {
+  if (finalize_queued_) return;
+  finalize_queued_ = true;
+  queue_backward_callback([this] { finish_backward(); });
+}
+
+// End of one backward pass: every unit's reduction done, the root's gradient reduced, the root
+// released (its .grad dropped).
+void FsdpEngine::finish_backward() {
+  finalize_queued_ = false;
+  Unit& root = *units_.back();
+  std::vector<at::Tensor> grads;
+  for (auto& p : root.params) grads.push_back(p.grad());
+  reduce_grads(units_.size() - 1, grads);
+  complete_pending(0);
+  for (auto& p : root.params) p.mutable_grad() = at::Tensor();
+  release(units_.size() - 1);
+  root_open_ = false;
+  std::string missed;
+  for (size_t u : awaiting_) missed += (missed.empty() ? "" : ", ") + units_[u]->name;
+  awaiting_.clear();
+  if (!missed.empty())
+    throw Error("--zero 3: at step " + std::to_string(current_step()) + " unit(s) " + missed +
+                " ran forward but received no gradient in backward (every unit must contribute to the loss)");
+}
+
+void FsdpEngine::zero_grad() {
+  for (auto& u : units_) u->grad.zero_();
+  stats_ = FsdpStats{};
+}
+
+NamedTensors FsdpEngine::gather_unit(size_t i) {
+  Unit& u = *units_.at(i);
+  const bool was = u.gathered;
+  gather(i);
+  NamedTensors out;
+  for (size_t k = 0; k < u.params.size(); ++k)
+    out.emplace_back(u.names[k], u.flat.narrow(0, u.offsets[k], u.params[k].numel()).view(u.params[k].sizes()).clone());
+  if (!was) release(i);
+  return out;
+}
+
+void FsdpEngine::materialize() {
+  for (auto& u : units_) {
+    if (u->work) u->work->wait();
+    u->work.reset();
+    resize_storage(u->flat, u->padded * 4);
+    u->gathered = true;
+  }
+}
+
+void FsdpEngine::shard_from_params(bool loaded) {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Unit& u = *units_[i];
+    if (loaded && u.padded > 0) u.shard.copy_(raw_alias(u.flat, u.padded).narrow(0, comm_.rank() * u.block, u.block));
+    release(i);
+  }
+}
+
+void FsdpEngine::capture_full(NamedTensors& tensors) {
+  std::map<std::string, size_t> at_name;
+  for (size_t k = 0; k < tensors.size(); ++k) at_name.emplace(tensors[k].first, k);
+  for (size_t i = 0; i < units_.size(); ++i)
+    for (auto& [name, t] : gather_unit(i)) {
+      auto it = at_name.find("model/" + name);
+      if (it != at_name.end()) tensors[it->second].second = t;
+    }
+}
+
+void FsdpEngine::load_unit(size_t i, const NamedTensors& full) {
+  Unit& u = *units_.at(i);
+  at::NoGradGuard no_grad;
+  at::Tensor flat = at::zeros({u.padded}, u.shard.options());
+  std::vector<char> seen(u.params.size(), 0);
+  for (auto& [name, t] : full)
+    for (size_t k = 0; k < u.names.size(); ++k)
+      if (u.names[k] == name) {
+        flat.narrow(0, u.offsets[k], u.params[k].numel()).copy_(t.reshape({-1}));
+        seen[k] = 1;
+      }
+  for (size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k]) throw Error("--zero 3: no value for parameter " + u.names[k] + " of unit " + u.name);
+  u.shard.copy_(flat.narrow(0, comm_.rank() * u.block, u.block));
+}
+
+}  // namespace hpctrain
