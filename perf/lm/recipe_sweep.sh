@@ -32,8 +32,8 @@
 # Only the calibration needs the idle machine: the step count it writes to DIR/<setting>.steps is
 # reused by a later run, and a run of a fixed step count reaches the same loss however busy the
 # machine is (CPU training is bitwise reproducible). So `--calibrate-only` on an idle machine,
-# then the training phase may run niced beside other work; the table's tokens/s and MFU are then
-# the calibration's (idle) figures, and its wall column is the real run's.
+# then the training phase may run niced beside other work. The table gives tokens/s and MFU of the
+# calibration (idle) and tokens/s and wall time of the real run (what the machine allowed then).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${HPCTRAIN_BIN:-$here/build/hpctrain}
@@ -123,8 +123,8 @@ done
 import json, math, re, sys
 out, budget, np_, names = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4:]
 print(f"Budget {budget:.0f} s per setting on {np_} rank(s); loss per byte of test text (BPE converted by its text_bytes).\n")
-print("| setting | flags | params | MFLOPs/token | steps | tokens/s | MFU | wall s | test nats/byte | bits/byte |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| setting | flags | params | MFLOPs/token | steps | tokens/s (calibration) | MFU (calibration) | tokens/s (run) | wall s | test nats/byte | bits/byte |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 rows = []
 for n in names:
     txt = open(f"{out}/{n}.txt").read()
@@ -136,8 +136,10 @@ for n in names:
     flags = f"{cfg['model_config']} T{cfg['seq_len']} b{cfg['batch_size']} lr {cfg['lr']:g} {cfg['schedule']}" + \
             (" bpe" if "bpe" in cfg["data"] else " bytes")
     rows.append((bpb, n))
-    print(f"| {n} | {flags} | {s['parameters']:,} | {mf.group(1) if mf else '?'} | {s['steps']} | {s['tokens_per_s']:,.0f} | "
-          f"{100 * s.get('mfu', 0):.1f}% | {wall:.0f} | {bpb * math.log(2):.4f} | {bpb:.4f} |")
+    calib = [json.loads(l) for l in open(f"{out}/{n}.calib.jsonl") if '"train"' in l][-1]
+    print(f"| {n} | {flags} | {s['parameters']:,} | {mf.group(1) if mf else '?'} | {s['steps']} | "
+          f"{calib['tokens_per_s']:,.0f} | {100 * calib.get('mfu', 0):.1f}% | {s['tokens_per_s']:,.0f} | {wall:.0f} | "
+          f"{bpb * math.log(2):.4f} | {bpb:.4f} |")
 best = min(rows)
 print(f"\nBest: {best[1]} at {best[0]:.4f} bits/byte ({best[0] * math.log(2):.4f} nats/byte).")
 PY
