@@ -10,6 +10,11 @@ memory  AdamW optimizer state per rank (the summary's optim_state_bytes_per_rank
         so that the saving stands out of the allocator's noise.
 speed   step time (1 / samples_per_s of the summary) --zero 1 / --zero 0 at 2 ranks, cnn and
         resnet, batch 64 per rank, --bind-to core (goal <= 1.05).
+stages  gpt (L4 H4 E128, T128, batch 16 per rank, AdamW), 2 ranks, --bind-to core: tokens/s of
+        --zero 2 and --zero 3 against --zero 0 (goals >= 0.97 and >= 0.90), rounds interleaved
+        (0 2 3 0 2 3 ...); and the model state per rank (the summary's model_state_bytes_per_rank:
+        parameters, gradients, optimizer state, largest gathered unit) for stages 0-3 at 1, 2 and
+        4 ranks, a table like the ZeRO paper's figure 1 measured from the runs.
 Writes perf/memory/results/zero-<date>.jsonl (raw) and .md (the table) and prints the table.
 """
 import argparse, datetime, json, os, statistics, subprocess, sys, tempfile
@@ -40,7 +45,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--only", default="memory,speed")
+    ap.add_argument("--only", default="memory,speed,stages")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="hpctrain-zero-")
     data = os.path.join(work, "data")
@@ -85,6 +90,32 @@ torch.jit.script(m).save({net!r})"""], check=True)
                 ratios.append(tz[-1] / td[-1])
             rows.append([f"step time --zero 1 / --zero 0, {model}, 2 ranks", f"{statistics.median(ratios):.3f}",
                          "<= 1.05", f"{statistics.median(tz) * 1e3:.1f} vs {statistics.median(td) * 1e3:.1f} ms/step"])
+    if "stages" in a.only:
+        text = os.path.join(work, "text.txt")
+        with open(text, "w") as f:
+            for doc in ("README.md", "docs/zero.md", "docs/architecture.md"):
+                f.write(open(os.path.join(ROOT, doc)).read())
+        tok = os.path.join(work, "tok")
+        subprocess.run([BIN, "data", "text", "--out", tok, "--test-fraction", "0.1", text], check=True,
+                       capture_output=True)
+        common = ["--model", "gpt", "--model-config", "n_layer=4,n_head=4,n_embd=128,bias=false", "--seq-len", "128",
+                  "--data", tok, "--batch-size", "16", "--optimizer", "adamw", "--lr", "0.002", "--epochs", "100"]
+        tps = {0: [], 2: [], 3: []}
+        for _ in range(a.rounds):
+            for z in (0, 2, 3):
+                tps[z].append(train(2, common + ["--max-steps", str(a.steps), "--zero", str(z)], work,
+                                    bind="core")["tokens_per_s"])
+        for z, goal in ((2, ">= 0.97"), (3, ">= 0.90")):
+            ratios = [x / y for x, y in zip(tps[z], tps[0])]
+            rows.append([f"tokens/s --zero {z} / --zero 0, gpt L4 E128 T128, 2 ranks", f"{statistics.median(ratios):.3f}",
+                         goal, f"{statistics.median(tps[z]):,.0f} vs {statistics.median(tps[0]):,.0f} tokens/s"])
+        mib = lambda b: f"{b / 2**20:.2f}"
+        for n in (1, 2, 4):
+            for z in (0, 1, 2, 3):
+                m = train(n, common + ["--max-steps", "3", "--zero", str(z)], work)["model_state_bytes_per_rank"]
+                rows.append([f"model state per rank, gpt L4 E128 (MiB), {n} rank(s), --zero {z}", mib(m["total"]),
+                             "", f"parameters {mib(m['parameters'])}, gradients {mib(m['gradients'])}, optimizer "
+                             f"{mib(m['optimizer_state'])}, largest unit {mib(m['largest_unit'])}"])
     date = datetime.date.today().isoformat()
     os.makedirs(os.path.join(ROOT, "perf/memory/results"), exist_ok=True)
     with open(os.path.join(ROOT, f"perf/memory/results/zero-{date}.jsonl"), "w") as f:

@@ -23,7 +23,7 @@ namespace hpctrain {
 namespace {
 
 struct PlanArgs {
-  std::string model = "gpt", model_config, optimizer = "adamw", amp = "off";
+  std::string model = "gpt", model_config, optimizer = "adamw";
   std::vector<std::string> libs;
   int world = 0, zero = -1;
   int64_t vocab_size = 50257, seq_len = 1024, classes = 10;
@@ -61,8 +61,6 @@ std::string mib(int64_t b) {
 
 int plan(World& w, const PlanArgs& a) {
   if (a.world < 1) throw CollectiveError("plan: --world " + std::to_string(a.world) + " must be >= 1");
-  if (a.amp != "off" && a.amp != "bf16" && a.amp != "fp16")
-    throw CollectiveError("plan: --amp " + a.amp + " (off, bf16 or fp16)");
   std::vector<std::pair<std::string, int64_t>> params;
   MemoryPlanOptions o;
   try {
@@ -70,7 +68,6 @@ int plan(World& w, const PlanArgs& a) {
     params = parameter_list(a);
     o.world = a.world;
     o.optimizer_slots = optimizer_slots(a.optimizer, a.momentum);
-    o.amp_bf16 = a.amp != "off";
     o.bucket_mb = a.bucket_mb;
   } catch (const CollectiveError&) {
     throw;
@@ -86,8 +83,7 @@ int plan(World& w, const PlanArgs& a) {
                                         {"parameters", p},
                                         {"world", a.world},
                                         {"optimizer", a.optimizer},
-                                        {"optimizer_slots", o.optimizer_slots},
-                                        {"amp", a.amp}})
+                                        {"optimizer_slots", o.optimizer_slots}})
                             .dump()
                             .c_str());
     for (const auto& s : stages)
@@ -107,8 +103,8 @@ int plan(World& w, const PlanArgs& a) {
   }
   std::printf(
       "hpctrain plan: model %s, %lld parameters, %d rank(s), optimizer %s (%d fp32 slot(s) per parameter), "
-      "amp %s; model state per rank (activations and buffers not included)\n",
-      a.model.c_str(), static_cast<long long>(p), a.world, a.optimizer.c_str(), o.optimizer_slots, a.amp.c_str());
+      "fp32 master weights; model state per rank (activations and buffers not included)\n",
+      a.model.c_str(), static_cast<long long>(p), a.world, a.optimizer.c_str(), o.optimizer_slots);
   std::printf("%5s %14s %14s %16s %28s %14s\n", "stage", "parameters", "gradients", "optimizer state",
               "largest gathered unit", "total");
   for (const auto& s : stages) {
@@ -119,7 +115,8 @@ int plan(World& w, const PlanArgs& a) {
   }
   std::printf(
       "stage 2's gradients are the shard; during backward the buckets in flight (up to --bucket-mb "
-      "each) come and go. Stage 3 is an estimate (docs/zero.md).\n");
+      "each) come and go. Stage 3 gathers in fp32; during a step the unit being computed and the "
+      "prefetched next one are gathered at once (up to twice the largest unit).\n");
   std::fflush(stdout);
   return 0;
 }
@@ -138,7 +135,6 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option("--zero", a->zero, "print only this stage (default: all)")->check(CLI::Range(0, 3));
   cmd->add_option("--optimizer", a->optimizer, "sgd|adamw (AdamW: 2 fp32 slots; SGD with momentum: 1)");
   cmd->add_option("--momentum", a->momentum, "SGD momentum (0: no slot)");
-  cmd->add_option("--amp", a->amp, "off|bf16|fp16: stage 3 gathers units in the compute dtype");
   cmd->add_option("--vocab-size", a->vocab_size, "gpt: vocabulary size");
   cmd->add_option("--seq-len", a->seq_len, "gpt: block size (--seq-len of the run)");
   cmd->add_option("--input-shape", a->input_shape, "other models: per-sample input shape")->delimiter(',');

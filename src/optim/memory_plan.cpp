@@ -62,7 +62,7 @@ std::vector<StagePlan> plan_memory(const std::vector<std::pair<std::string, int6
     units[u] += numel;
   }
   StagePlan& s3 = out[3];
-  const int64_t gather = o.amp_bf16 ? 2 : f32;
+  const int64_t gather = f32;  // stage 3 gathers fp32 master values, also under --amp
   int64_t shard3 = 0;
   for (const auto& u : order) {
     const int64_t pad = (units[u] + n - 1) / n * n;

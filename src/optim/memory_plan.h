@@ -10,11 +10,11 @@
 //   gradients 4P' + 4P'/N (the full buckets and the reduced shard), optimizer 4SP'/N.
 // - stage 2: parameters 4P', gradients 4P'/N (the shard; the buckets in flight during backward
 //   come and go), optimizer 4SP'/N.
-// - stage 3 (an estimate until stage 3 is built; docs/zero.md): each unit (a gpt block, else a
-//   top-level submodule; the root's own parameters one more unit) padded to a multiple of N;
-//   parameters, gradients and optimizer state are the fp32 shards of every unit, and
-//   largest_unit the largest unit gathered whole, in the compute dtype (bf16: 2 bytes with
-//   --amp bf16, else 4).
+// - stage 3 (ddp/fsdp.h): each unit (a gpt block, else a top-level submodule; the root's own
+//   parameters one more unit) padded to a multiple of N; parameters, gradients and optimizer
+//   state are the fp32 shards of every unit, and largest_unit the largest unit gathered whole,
+//   in fp32 (stage 3 gathers fp32 under --amp too; autocast casts after the gather). During a
+//   step the unit being computed and the prefetched one are both gathered.
 // - largest_unit is 0 for stages 0-2 (they gather nothing); total = the four figures summed.
 #pragma once
 
@@ -28,7 +28,6 @@ namespace hpctrain {
 struct MemoryPlanOptions {
   int world = 1;
   int optimizer_slots = 2;                         // AdamW 2, SGD with momentum 1, SGD 0
-  bool amp_bf16 = false;                           // stage 3 gathers in bf16 over fp32 master shards
   double bucket_mb = 25.0, first_bucket_mb = 1.0;  // DDP's defaults (ddp/ddp.h)
 };
 

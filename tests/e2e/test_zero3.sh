@@ -40,6 +40,16 @@ train_to g1 1 "${gpt[@]}" --batch-size 16 --max-steps 10 --zero 0
 train_to g2z3 2 "${gpt[@]}" --batch-size 8 --max-steps 10 --zero 3
 same g2z3 g1 "gpt: 2 ranks x 8 --zero 3 == 1 rank x 16"
 grep -q "ZeRO-3: 3 unit(s) + the root" "$WORK/g2z3.txt" || fail "no ZeRO-3 start-up line"
+# hpctrain plan's stage-3 row == the model state this run measured at start (bytes).
+run_np 1 plan --model gpt --model-config n_layer=3,n_head=2,n_embd=32,bias=false --seq-len 16 --vocab-size 256 \
+  --world 2 --zero 3 --json >"$WORK/plan3.json" || fail "plan --zero 3"
+/usr/bin/python3 - "$WORK/plan3.json" "$WORK/g2z3.txt" <<'PY' || fail "plan's stage 3 != the run's model state"
+import json, re, sys
+plan = [json.loads(l) for l in open(sys.argv[1]) if '"stage"' in l][0]
+run = int(re.search(r"model state per rank \(ZeRO-3\):.* \((\d+) bytes\)", open(sys.argv[2]).read()).group(1))
+assert plan["total"] == run, (plan, run)
+PY
+ok "hpctrain plan --zero 3 == the run's model state per rank ($(grep -o '"total":[0-9]*' "$WORK/plan3.json") bytes)"
 /usr/bin/python3 -c "
 import json,sys; m=json.load(open(sys.argv[1])); assert m['meta']['zero']['stage']==3 and m['meta']['zero']['world_size']==2, m['meta'].get('zero')
 " "$WORK/g2z3/latest/manifest.json" 2>/dev/null || /usr/bin/python3 -c "

@@ -46,8 +46,6 @@ TEST(MemoryPlan, StagesFollowTheFormulas) {
   // Stage 3: units a (7 -> 8), b (5 -> 8), (root) (1 -> 4): shards 2 + 2 + 1.
   EXPECT_EQ(s[3].parameters, 4 * 5);
   EXPECT_EQ(s[3].largest_unit, 4 * 8);
-  o.amp_bf16 = true;
-  EXPECT_EQ(plan_memory(ps, o)[3].largest_unit, 2 * 8);  // gathered in bf16
   EXPECT_EQ(optimizer_slots("sgd", 0.9), 1);
   EXPECT_EQ(optimizer_slots("sgd", 0), 0);
   EXPECT_THROW(optimizer_slots("lion", 0), Error);
