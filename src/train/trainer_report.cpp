@@ -35,9 +35,9 @@ void Trainer::State::report_start(double base_lr) {
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
   if (fsdp) rep->message("hpctrain train: " + fsdp->describe());
   if (checkpointed_units > 0) rep->message("hpctrain train: " + activation_checkpointing_line(checkpointed_units));
-  if (world.size() > 1) {  // the allreduce's path; with ZeRO-1 its reduce_scatter's and allgather's too
+  if (world.size() > 1) {  // the allreduce's path; under ZeRO (any stage) its reduce_scatter's and allgather's too
     const std::vector<std::string> algos = comm->describe_algorithms();
-    for (size_t i = 0; i < algos.size() && i < (ddp->zero() ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
+    for (size_t i = 0; i < algos.size() && i < (ddp->zero() || fsdp ? 3u : 1u); ++i) rep->message("hpctrain train: " + algos[i]);
     // The dtype the reducer actually hands the buckets over in, and how 16-bit sums travel.
     rep->message("hpctrain train: " + (fsdp ? fsdp->describe_comm() : ddp->reducer().describe_comm()));
     const at::ScalarType wire = ddp->reducer().wire_dtype();
