@@ -29,7 +29,8 @@ void Trainer::State::report_start(double base_lr) {
                std::to_string(count_parameters(*model)) + " parameters" + tied + "), " + "global batch " +
                std::to_string(global_batch) + " (" + std::to_string(cfg.batch_size) + " per rank), " +
                std::to_string(steps_per_epoch) + " steps/epoch, " + std::to_string(total_steps) + " steps, lr " +
-               std::to_string(base_lr) + ", " + ddp->plan().describe() + ", " +
+               std::to_string(base_lr) + ", " +
+               (fsdp ? std::to_string(fsdp->num_units()) + " unit(s) instead of buckets" : ddp->plan().describe()) + ", " +
                optimizer_line(cfg.optimizer, opt->state_bytes(), zero_world, padding, fsdp ? 3 : ddp->zero_stage()));
   rep->message("hpctrain train: " + model_state_line(model_state()));
   if (std::string d = model->describe(); !d.empty()) rep->message("hpctrain train: model " + d);
