@@ -9,6 +9,8 @@
 # - checkpoints: --zero 3 on 4 ranks resumes as --zero 0 on 2 ranks, and a --zero 0 checkpoint
 #   of 2 ranks as --zero 3 on 4, each ending as its uninterrupted run; eval of a stage-3
 #   checkpoint; the manifest records the stage;
+# - gpt's --zero 3 set-up (built on meta, shards drawn from the seed) starts bitwise from --zero 0's
+#   initial parameters;
 # - a plugin model's units (Model::set_unit_runner); a rank that skips a unit: one line, exit 2.
 # (--zero 3 on a CUDA device is refused in one line: not testable without a GPU.)
 source "$(dirname "$0")/lib.sh"
@@ -56,6 +58,18 @@ import json,sys; m=json.load(open(sys.argv[1])); assert m['meta']['zero']['stage
 import json,sys,glob; m=json.load(open(sorted(glob.glob(sys.argv[1]+'/step-*/manifest.json'))[-1])); assert m['meta']['zero']['stage']==3, m['meta'].keys()
 " "$WORK/g2z3" || fail "the manifest does not record stage 3"
 ok "the manifest records stage 3 and the partition"
+# gpt under --zero 3 is built on the meta device and each rank draws only its shards from the
+# seed (model/sharded_model.h): its initial parameters equal a whole --zero 0 build's, bitwise
+# (one step at lr 0 moves nothing), on 3 ranks (padded shards).
+init=(--optimizer adamw --lr 0 --schedule constant --seed 3 --log-every 1000 --max-steps 1 "${gpt[@]}")
+for z in "1 0 15" "3 3 5"; do
+  set -- $z
+  run_np "$1" train "${init[@]}" --batch-size "$3" --zero "$2" --ckpt-dir "$WORK/init$2" >"$WORK/init$2.txt" 2>&1 ||
+    { tail -5 "$WORK/init$2.txt"; fail "init$2: train"; }
+  run_np 1 ckpt merge "$WORK/init$2" --out "$WORK/init$2.h5" >/dev/null || fail "merge init$2"
+done
+grep -q "built shard by shard" "$WORK/init3.txt" || fail "gpt --zero 3 was not built shard by shard"
+same init3 init0 "gpt: --zero 3 (3 ranks, built shard by shard) starts from --zero 0's parameters" --exact
 img=(--data "$I" --batch-size 8 --max-steps 12)
 for model in mlp "$M/resnorm.pt"; do
   tag=$(basename "$model" .pt)
