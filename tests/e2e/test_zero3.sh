@@ -60,8 +60,10 @@ import json,sys,glob; m=json.load(open(sorted(glob.glob(sys.argv[1]+'/step-*/man
 ok "the manifest records stage 3 and the partition"
 # gpt under --zero 3 is built on the meta device and each rank draws only its shards from the
 # seed (model/sharded_model.h): its initial parameters equal a whole --zero 0 build's, bitwise
-# (one step at lr 0 moves nothing), on 3 ranks (padded shards).
-init=(--optimizer adamw --lr 0 --schedule constant --seed 3 --log-every 1000 --max-steps 1 "${gpt[@]}")
+# (one SGD step at lr 1e-30 moves nothing: every update is far below fp32 rounding, and with
+# bias=false no parameter starts at 0), on 3 ranks (padded shards).
+init=(--optimizer sgd --momentum 0 --weight-decay 0 --lr 1e-30 --schedule constant --seed 3 --log-every 1000
+  --max-steps 1 "${gpt[@]}")
 for z in "1 0 15" "3 3 5"; do
   set -- $z
   run_np "$1" train "${init[@]}" --batch-size "$3" --zero "$2" --ckpt-dir "$WORK/init$2" >"$WORK/init$2.txt" 2>&1 ||
