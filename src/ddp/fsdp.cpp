@@ -45,7 +45,10 @@ FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Commu
     for (auto& [name, p] : spec.params) {
       if (p.scalar_type() != at::kFloat)
         throw CollectiveError("--zero 3 needs float32 parameters; " + name + " is " + c10::toString(p.scalar_type()));
-      if (!p.device().is_cpu()) throw CollectiveError("--zero 3: parameter " + name + " is not on the CPU");
+      if (!p.device().is_cpu() && !p.is_meta())
+        throw CollectiveError("--zero 3: parameter " + name + " is not on the CPU");
+      if (p.is_meta() != spec.params.front().second.is_meta())
+        throw CollectiveError("--zero 3: unit " + spec.name + " mixes parameters on the meta device and with values");
       u->names.push_back(name);
       u->params.push_back(p);
       u->offsets.push_back(u->numel);
@@ -58,17 +61,33 @@ FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Commu
     zb.padded = u->padded;
     zb.block = u->block;
     partition_.buckets.push_back(std::move(zb));
-    // Rank 0's values for everyone (as DDP), then each rank keeps its block.
-    at::Tensor full = at::zeros({u->padded}, at::TensorOptions().dtype(at::kFloat));
-    for (size_t i = 0; i < u->params.size(); ++i)
-      full.narrow(0, u->offsets[i], u->params[i].numel()).copy_(u->params[i].detach().reshape({-1}));
-    if (world > 1 && u->padded > 0) comm_.broadcast(full, 0, "fsdp.init")->wait();
-    u->shard = full.narrow(0, rank * u->block, u->block).clone();
-    u->grad = at::zeros({u->block}, u->shard.options());
-    full = at::Tensor();
-    u->flat = at::empty({u->padded}, at::TensorOptions().dtype(at::kFloat));
-    for (size_t i = 0; i < u->params.size(); ++i)
-      u->params[i].set_data(u->flat.narrow(0, u->offsets[i], u->params[i].numel()).view(u->params[i].sizes()));
+    const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+    const bool meta = !u->params.empty() && u->params.front().is_meta();
+    built_sharded_ = built_sharded_ || meta;
+    if (meta) {
+      u->shard = at::zeros({u->block}, f32);  // init_shards fills it
+    } else {
+      // Rank 0's values for everyone (as DDP), then each rank keeps its block.
+      at::Tensor full = at::zeros({u->padded}, f32);
+      for (size_t i = 0; i < u->params.size(); ++i)
+        full.narrow(0, u->offsets[i], u->params[i].numel()).copy_(u->params[i].detach().reshape({-1}));
+      if (world > 1 && u->padded > 0) comm_.broadcast(full, 0, "fsdp.init")->wait();
+      u->shard = full.narrow(0, rank * u->block, u->block).clone();
+    }
+    u->grad = at::zeros({u->block}, f32);
+    // Never written before its storage is released: the pages are not touched.
+    u->flat = at::empty({u->padded}, f32);
+    for (size_t i = 0; i < u->params.size(); ++i) {
+      at::Tensor view = u->flat.narrow(0, u->offsets[i], u->params[i].numel()).view(u->params[i].sizes());
+      if (meta) {  // a meta tensor cannot take CPU data: a new parameter (the caller installs it)
+        at::Tensor p = at::empty({0}, f32);
+        p.set_data(view);
+        p.set_requires_grad(true);
+        u->params[i] = p;
+      } else {
+        u->params[i].set_data(view);
+      }
+    }
     resize_storage(u->flat, 0);
     units_.push_back(std::move(u));
   }
@@ -115,7 +134,8 @@ std::string FsdpEngine::describe() const {
   for (auto& u : units_) shard += u->block;
   return "ZeRO-3: " + std::to_string(units_.size() - 1) + " unit(s) + the root, parameters sharded over " +
          std::to_string(comm_.size()) + " rank(s): " + std::to_string(shard) +
-         " elements per rank, largest gathered unit " + std::to_string(largest_unit_bytes()) + " bytes";
+         " elements per rank, largest gathered unit " + std::to_string(largest_unit_bytes()) + " bytes" +
+         (built_sharded_ ? ", built shard by shard from the seed (never whole on a rank)" : "");
 }
 
 std::string FsdpEngine::wire_dtype_name() const {
@@ -301,6 +321,29 @@ void FsdpEngine::shard_from_params(bool loaded) {
     if (loaded && u.padded > 0) u.shard.copy_(raw_alias(u.flat, u.padded).narrow(0, comm_.rank() * u.block, u.block));
     release(i);
   }
+}
+
+void FsdpEngine::init_shards(const std::vector<std::string>& order, const FsdpParamInit& init) {
+  std::map<std::string, std::pair<size_t, size_t>> where;  // name -> (unit, index)
+  for (size_t i = 0; i < units_.size(); ++i)
+    for (size_t k = 0; k < units_[i]->names.size(); ++k) where.emplace(units_[i]->names[k], std::make_pair(i, k));
+  at::NoGradGuard no_grad;
+  for (const std::string& name : order) {
+    auto it = where.find(name);
+    if (it == where.end()) throw Error("--zero 3: init_shards: " + name + " is no sharded parameter");
+    Unit& u = *units_[it->second.first];
+    const size_t k = it->second.second;
+    at::Tensor full = at::empty(u.params[k].sizes(), u.shard.options());
+    init(name, full);
+    // This rank's part of the parameter: [lo, hi) of the unit's flat space, inside block `rank`.
+    const int64_t off = u.offsets[k], n = full.numel(), first = comm_.rank() * u.block;
+    const int64_t lo = std::max(off, first), hi = std::min(off + n, first + u.block);
+    if (hi > lo) u.shard.narrow(0, lo - first, hi - lo).copy_(full.reshape({-1}).narrow(0, lo - off, hi - lo));
+    where.erase(it);
+  }
+  for (auto& [name, at_unit] : where)
+    if (units_[at_unit.first]->params[at_unit.second].numel() > 0)
+      throw Error("--zero 3: init_shards: no initial value for " + name);
 }
 
 void FsdpEngine::capture_full(NamedTensors& tensors) {

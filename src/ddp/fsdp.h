@@ -11,7 +11,10 @@
 // - Between steps a rank holds only its shards: every parameter keeps its shape but is a view
 //   of its unit's flat buffer whose storage has 0 bytes (resident_param_bytes()).
 // - Construction is collective: the parameters' values are broadcast from rank 0 (as DDP does),
-//   then each rank keeps its block.
+//   then each rank keeps its block. A unit whose parameters are on the meta device (a model built
+//   without memory, model/sharded_model.h) is not broadcast: its parameters are replaced by new
+//   CPU tensors (unit_params(u); the caller installs them in the model) and its shard stays zero
+//   until init_shards fills it, one parameter at a time.
 // - begin_forward() gathers the root (allgather_into). run_unit(u, fn, x) gathers unit u (or
 //   waits for its prefetch), starts the all-gather of the next unit in forward order on the comm
 //   thread, runs fn(x) and releases the unit's bytes. With autograd it is a custom autograd
@@ -52,6 +55,9 @@ struct FsdpUnitSpec {
   NamedTensors params;  // trained parameters, each listed once
 };
 
+// Writes parameter `name`'s initial values into `out` (CPU float, the parameter's shape).
+using FsdpParamInit = std::function<void(const std::string& name, at::Tensor& out)>;
+
 struct FsdpOptions {
   at::ScalarType grad_comm_dtype = at::ScalarType::Undefined;
 };
@@ -86,6 +92,11 @@ class FsdpEngine {
   // loaded into the parameters; shard_from_params(true) then takes each rank's blocks from them
   // (false: leaves the shards), and releases every unit again.
   void materialize();
+  // Set-up of meta units (not collective: every rank must compute the same values): for each
+  // parameter in `order` (every sharded parameter once, in the order init draws), allocates its full value on the
+  // CPU, has init fill it, copies this rank's part into the unit's shard and frees it. Peak: one
+  // parameter beyond the shards. Throws naming a parameter missing from `order` or not sharded.
+  void init_shards(const std::vector<std::string>& order, const FsdpParamInit& init);
   void shard_from_params(bool loaded);
   // Checkpoint capture: replaces each "model/<param>" tensor of `tensors` by the gathered full
   // value, unit by unit (collective).
@@ -124,6 +135,7 @@ class FsdpEngine {
   std::vector<size_t> order_, ran_;  // forward order (first forward), this forward's
   std::vector<size_t> awaiting_;     // ran forward with autograd, backward not yet run
   bool order_known_ = false, finalize_queued_ = false, root_open_ = false;
+  bool built_sharded_ = false;  // a unit came on the meta device (init_shards)
   struct Pending;
   std::vector<std::unique_ptr<Pending>> pending_;
   FsdpStats stats_;

@@ -6,8 +6,6 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 
 #include <cmath>
 #include <cstdio>
@@ -20,23 +18,60 @@ namespace hpctrain {
 namespace nn = torch::nn;
 namespace {
 
-struct LayerNormImpl : nn::Module {
-  LayerNormImpl(int64_t n, bool bias) : n(n) {
-    weight = register_parameter("weight", at::ones({n}));
-    if (bias) this->bias = register_parameter("bias", at::zeros({n}));
+// gpt's layers hold their own `weight` (and `bias`) created by at::empty on the build's device:
+// construction draws nothing and touches no parameter memory (on the meta device none exists);
+// every value comes from init_parameter. set() swaps in the tensor a --zero 3 set-up made.
+struct ParamsImpl : nn::Module {
+  at::Tensor weight, bias;
+  void make(std::vector<int64_t> shape, int64_t bias_n, const at::TensorOptions& opts) {
+    weight = register_parameter("weight", at::empty(shape, opts));
+    if (bias_n > 0) bias = register_parameter("bias", at::empty({bias_n}, opts));
   }
+  void set(const std::string& key, const at::Tensor& t) {
+    parameters_[key] = t;
+    (key == "weight" ? weight : bias) = t;
+  }
+};
+
+struct LayerNormImpl : ParamsImpl {
+  LayerNormImpl(int64_t n, bool bias, const at::TensorOptions& opts) : n(n) { make({n}, bias ? n : 0, opts); }
   at::Tensor forward(const at::Tensor& x) { return at::layer_norm(x, {n}, weight, bias, 1e-5); }
   int64_t n;
-  at::Tensor weight, bias;
 };
 TORCH_MODULE(LayerNorm);
 
-nn::Linear linear(int64_t in, int64_t out, bool bias) { return nn::Linear(nn::LinearOptions(in, out).bias(bias)); }
+struct LinearImpl : ParamsImpl {  // nn::Linear's math: x W^T + b
+  LinearImpl(int64_t in, int64_t out, bool bias, const at::TensorOptions& opts) {
+    make({out, in}, bias ? out : 0, opts);
+  }
+  at::Tensor forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
+};
+TORCH_MODULE(Linear);
+
+struct EmbeddingImpl : ParamsImpl {  // nn::Embedding's math (no padding index, dense gradient)
+  EmbeddingImpl(int64_t n, int64_t dim, const at::TensorOptions& opts) { make({n, dim}, 0, opts); }
+  at::Tensor forward(const at::Tensor& idx) { return at::embedding(weight, idx); }
+};
+TORCH_MODULE(Embedding);
+
+// GPT-2's initial value of parameter `name` (gpt.h): the draws of one parameter, so that filling
+// the parameters one by one in named_parameters() order equals filling the whole model.
+void init_parameter(const GptOptions& o, const std::string& name, at::Tensor p) {
+  at::NoGradGuard no_grad;
+  if (name.find("ln_") != std::string::npos)
+    name.ends_with(".weight") ? p.fill_(1.0) : p.zero_();  // LayerNorm: weight 1, bias 0
+  else if (p.dim() == 1)
+    p.zero_();
+  else if (name.ends_with("c_proj.weight"))
+    p.normal_(0.0, 0.02 / std::sqrt(2.0 * double(o.n_layer)));
+  else
+    p.normal_(0.0, 0.02);
+}
 
 struct AttentionImpl : nn::Module {
-  explicit AttentionImpl(const GptOptions& o) : heads(o.n_head), p(o.dropout) {
-    c_attn = register_module("c_attn", linear(o.n_embd, 3 * o.n_embd, o.bias));
-    c_proj = register_module("c_proj", linear(o.n_embd, o.n_embd, o.bias));
+  AttentionImpl(const GptOptions& o, const at::TensorOptions& t) : heads(o.n_head), p(o.dropout) {
+    c_attn = register_module("c_attn", Linear(o.n_embd, 3 * o.n_embd, o.bias, t));
+    c_proj = register_module("c_proj", Linear(o.n_embd, o.n_embd, o.bias, t));
   }
   at::Tensor forward(const at::Tensor& x) {
     const int64_t b = x.size(0), t = x.size(1), e = x.size(2);
@@ -49,29 +84,29 @@ struct AttentionImpl : nn::Module {
   }
   int64_t heads;
   double p;
-  nn::Linear c_attn{nullptr}, c_proj{nullptr};
+  Linear c_attn{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Attention);
 
 struct MlpImpl : nn::Module {
-  explicit MlpImpl(const GptOptions& o) : p(o.dropout) {
-    c_fc = register_module("c_fc", linear(o.n_embd, 4 * o.n_embd, o.bias));
-    c_proj = register_module("c_proj", linear(4 * o.n_embd, o.n_embd, o.bias));
+  MlpImpl(const GptOptions& o, const at::TensorOptions& t) : p(o.dropout) {
+    c_fc = register_module("c_fc", Linear(o.n_embd, 4 * o.n_embd, o.bias, t));
+    c_proj = register_module("c_proj", Linear(4 * o.n_embd, o.n_embd, o.bias, t));
   }
   at::Tensor forward(const at::Tensor& x) {
     return at::dropout(c_proj->forward(at::gelu(c_fc->forward(x))), p, is_training());
   }
   double p;
-  nn::Linear c_fc{nullptr}, c_proj{nullptr};
+  Linear c_fc{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Mlp);
 
 struct BlockImpl : nn::Module {
-  explicit BlockImpl(const GptOptions& o) {
-    ln_1 = register_module("ln_1", LayerNorm(o.n_embd, o.bias));
-    attn = register_module("attn", Attention(o));
-    ln_2 = register_module("ln_2", LayerNorm(o.n_embd, o.bias));
-    mlp = register_module("mlp", Mlp(o));
+  BlockImpl(const GptOptions& o, const at::TensorOptions& t) {
+    ln_1 = register_module("ln_1", LayerNorm(o.n_embd, o.bias, t));
+    attn = register_module("attn", Attention(o, t));
+    ln_2 = register_module("ln_2", LayerNorm(o.n_embd, o.bias, t));
+    mlp = register_module("mlp", Mlp(o, t));
   }
   at::Tensor forward(at::Tensor x) {
     x = x + attn->forward(ln_1->forward(x));
@@ -84,38 +119,27 @@ struct BlockImpl : nn::Module {
 TORCH_MODULE(Block);
 
 struct TransformerImpl : nn::Module {
-  explicit TransformerImpl(const GptOptions& o) {
-    wte = register_module("wte", nn::Embedding(o.vocab_size, o.n_embd));
-    wpe = register_module("wpe", nn::Embedding(o.block_size, o.n_embd));
+  TransformerImpl(const GptOptions& o, const at::TensorOptions& t) {
+    wte = register_module("wte", Embedding(o.vocab_size, o.n_embd, t));
+    wpe = register_module("wpe", Embedding(o.block_size, o.n_embd, t));
     h = register_module("h", nn::ModuleList());
-    for (int64_t i = 0; i < o.n_layer; ++i) h->push_back(Block(o));
-    ln_f = register_module("ln_f", LayerNorm(o.n_embd, o.bias));
+    for (int64_t i = 0; i < o.n_layer; ++i) h->push_back(Block(o, t));
+    ln_f = register_module("ln_f", LayerNorm(o.n_embd, o.bias, t));
   }
-  nn::Embedding wte{nullptr}, wpe{nullptr};
+  Embedding wte{nullptr}, wpe{nullptr};
   nn::ModuleList h{nullptr};
   LayerNorm ln_f{nullptr};
 };
 TORCH_MODULE(Transformer);
 
 struct GptImpl : nn::Module {
-  explicit GptImpl(const GptOptions& o) : o(o) {
-    transformer = register_module("transformer", Transformer(o));
-    init_weights();
-  }
-  void init_weights() {
-    at::NoGradGuard no_grad;
-    const double proj_std = 0.02 / std::sqrt(2.0 * double(o.n_layer));
-    for (auto& item : named_parameters(true)) {
-      const std::string& name = item.key();
-      at::Tensor p = item.value();
-      if (name.find("ln_") != std::string::npos) continue;  // LayerNorm: weight 1, bias 0 as built
-      if (p.dim() == 1)
-        p.zero_();
-      else if (name.ends_with("c_proj.weight"))
-        p.normal_(0.0, proj_std);
-      else
-        p.normal_(0.0, 0.02);
-    }
+  // On the meta device (meta true) the parameters have shapes and no memory: init_parameter and
+  // ParamsImpl::set give them values later (a --zero 3 set-up); otherwise they are initialised here.
+  GptImpl(const GptOptions& o, bool meta) : o(o) {
+    transformer = register_module(
+        "transformer", Transformer(o, at::TensorOptions().dtype(at::kFloat).device(meta ? at::kMeta : at::kCPU)));
+    if (!meta)
+      for (auto& item : named_parameters(true)) init_parameter(o, item.key(), item.value());
   }
   at::Tensor forward(const at::Tensor& idx) {
     if (idx.dim() != 2 || idx.size(1) > o.block_size)
@@ -155,6 +179,18 @@ class GptModel final : public ModuleModel {
   int64_t set_activation_checkpointing(bool on) override {
     net_->checkpoint = on;
     return o_.n_layer;  // the units: one per transformer block
+  }
+
+  void init_parameter(const std::string& name, at::Tensor& out) override { hpctrain::init_parameter(o_, name, out); }
+
+  void set_parameter(const std::string& name, const at::Tensor& value) override {
+    const size_t dot = name.rfind('.');
+    auto modules = net_->named_modules();
+    auto* layer = dot == std::string::npos ? nullptr : modules.find(name.substr(0, dot));
+    auto* params = layer ? dynamic_cast<ParamsImpl*>(layer->get()) : nullptr;
+    if (!params || !params->named_parameters(false).contains(name.substr(dot + 1)))
+      throw Error("gpt: no parameter " + name);
+    params->set(name.substr(dot + 1), value);
   }
 
   std::vector<ModelUnit> set_unit_runner(UnitRunner run) override {
@@ -252,6 +288,6 @@ GptOptions gpt_options(const ModelSpec& spec) {
   return o;
 }
 
-ModelPtr make_gpt(const GptOptions& o) { return std::make_shared<GptModel>(Gpt(o)); }
+ModelPtr make_gpt(const GptOptions& o, bool meta) { return std::make_shared<GptModel>(Gpt(o, meta)); }
 
 }  // namespace hpctrain

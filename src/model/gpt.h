@@ -11,7 +11,12 @@
 //   attn.c_proj,ln_2,mlp.c_fc,mlp.c_proj}.{weight,bias}, transformer.ln_f.{weight,bias}
 //   (examples/gpt_reference.py is the same module in PyTorch).
 // - Init (GPT-2): Linear and embedding weights N(0, 0.02), residual projections (attn.c_proj,
-//   mlp.c_proj) N(0, 0.02/sqrt(2 n_layer)), biases 0, LayerNorm weight 1.
+//   mlp.c_proj) N(0, 0.02/sqrt(2 n_layer)), biases 0, LayerNorm weight 1; construction draws
+//   nothing else, so the values depend only on the seed, and drawing them one parameter at a time
+//   in named_parameters() order (Model::init_parameter) gives the same values.
+// - make_gpt(o, meta = true) builds the parameters on the meta device (no memory; what a --zero 3
+//   set-up asks for, ModelSpec::meta_parameters): Model::init_parameter and set_parameter give
+//   them values and CPU memory later, one at a time.
 // - forward(idx int64 [B,t], t <= T) -> logits [B,t,V]; t > T is a CollectiveError (generation
 //   slides its context, eval/generate.h).
 // - --model-config keys: n_layer (4), n_head (4), n_embd (128), dropout (0), bias (true); an
@@ -41,7 +46,7 @@ struct GptOptions {
 
 // The options of a spec (vocab from the data, block size = seq_len, the rest --model-config).
 GptOptions gpt_options(const ModelSpec& spec);
-ModelPtr make_gpt(const GptOptions& o);
+ModelPtr make_gpt(const GptOptions& o, bool meta = false);
 // The trained parameters of make_gpt(o), name and element count, in the model's order, computed
 // from `o` alone (nothing allocated): what `hpctrain plan` sizes (model/gpt_shapes.cpp).
 std::vector<std::pair<std::string, int64_t>> gpt_parameter_numels(const GptOptions& o);

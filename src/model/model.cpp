@@ -21,6 +21,13 @@ NamedTensors all_parameters(torch::nn::Module& m) {
 }
 }  // namespace
 
+void Model::init_parameter(const std::string& name, at::Tensor&) {
+  throw Error("this model builds no meta parameters: init_parameter(" + name + ") is not implemented");
+}
+void Model::set_parameter(const std::string& name, const at::Tensor&) {
+  throw Error("this model builds no meta parameters: set_parameter(" + name + ") is not implemented");
+}
+
 NamedTensors ModuleModel::named_parameters() { return split_tied(all_parameters(*module_)).unique; }
 
 std::vector<std::pair<std::string, std::string>> ModuleModel::tied_names() {
@@ -80,6 +87,8 @@ class UntiedModel final : public Model {
   bool decays(const std::string& name, const at::Tensor& p) override { return inner_->decays(name, p); }
   int64_t set_activation_checkpointing(bool on) override { return inner_->set_activation_checkpointing(on); }
   std::vector<ModelUnit> set_unit_runner(UnitRunner run) override { return inner_->set_unit_runner(std::move(run)); }
+  void init_parameter(const std::string& name, at::Tensor& out) override { inner_->init_parameter(name, out); }
+  void set_parameter(const std::string& name, const at::Tensor& v) override { inner_->set_parameter(name, v); }
 
  private:
   ModelPtr inner_;

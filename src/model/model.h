@@ -31,6 +31,14 @@
 //   parameters around it) while `run` is set, and returns per unit its name and the names of its
 //   parameters as named_parameters() lists them (disjoint). The default returns none: the
 //   whole model is one unit.
+// - init_parameter(name, out) / set_parameter(name, value) (optional, --zero 3 set-up without the
+//   whole model on one rank): a factory that honours ModelSpec::meta_parameters builds its trained
+//   parameters on the meta device (shapes, no memory). init_parameter writes parameter `name`'s
+//   initial values into `out` (a CPU float tensor of its shape), drawing from the global generator;
+//   called once per parameter in named_parameters() order after the same seed, the values equal
+//   the model's own CPU build. set_parameter makes `value` (CPU, the parameter's shape, requires
+//   grad) the parameter `name` from then on (named_parameters() and forward use it). The
+//   defaults throw: a model that never returns meta parameters needs neither.
 // The model/ stage among the others, its threads and locks: docs/architecture.md.
 #pragma once
 
@@ -86,6 +94,9 @@ class Model {
   virtual int64_t set_activation_checkpointing(bool on) { return 0; }
   // Optional: route each unit's forward through `run` (see the contract); the units.
   virtual std::vector<ModelUnit> set_unit_runner(UnitRunner run) { return {}; }
+  // Optional: a meta-built model's initial values, one parameter at a time (see the contract).
+  virtual void init_parameter(const std::string& name, at::Tensor& out);
+  virtual void set_parameter(const std::string& name, const at::Tensor& value);
 };
 using ModelPtr = std::shared_ptr<Model>;
 
@@ -116,6 +127,10 @@ struct ModelSpec {
   int64_t seq_len = 0;
   // --model-config "k=v,k=v" (TOML model_config), for the model to interpret (parse_model_config).
   std::string model_config;
+  // Asked by a --zero 3 set-up: build the trained parameters on the meta device when the model can
+  // (it then implements Model::init_parameter and set_parameter); a factory may ignore it and
+  // build as usual (the set-up then shards the whole model).
+  bool meta_parameters = false;
 };
 
 // "n_layer=4,n_head=4" -> {{"n_layer","4"},{"n_head","4"}}; a part without '=' or a key given

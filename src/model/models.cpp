@@ -187,7 +187,7 @@ HPCTRAIN_REGISTER_MODEL("resnet", "pre-activation ResNet, 48/96/192 channels (69
 HPCTRAIN_REGISTER_MODEL("gpt",
                         "GPT-2 layout language model for token data (--seq-len T, --model-config "
                         "n_layer=4,n_head=4,n_embd=128,dropout=0,bias=true)",
-                        [](const ModelSpec& spec) { return make_gpt(gpt_options(spec)); });
+                        [](const ModelSpec& spec) { return make_gpt(gpt_options(spec), spec.meta_parameters); });
 
 }  // namespace
 

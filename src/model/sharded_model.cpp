@@ -46,10 +46,14 @@ ShardedModel shard_model(ModelPtr inner, Communicator& comm, FsdpOptions opts) {
                                     const at::Tensor& x) { return (*slot)->run_unit(u, fn, x); });
   std::map<std::string, at::Tensor> trained;
   NamedTensors order;
+  bool meta = false;
   for (auto& [name, p] : inner->named_parameters())
     if (p.requires_grad()) {
       trained.emplace(name, p);
       order.emplace_back(name, p);
+      meta = meta || p.is_meta();
+    } else if (p.is_meta()) {
+      throw CollectiveError("--zero 3: frozen parameter " + name + " is on the meta device (no values to keep whole)");
     }
   std::set<std::string> taken;
   std::vector<FsdpUnitSpec> specs;
@@ -67,7 +71,24 @@ ShardedModel shard_model(ModelPtr inner, Communicator& comm, FsdpOptions opts) {
   FsdpUnitSpec root{"(root)", {}};
   for (auto& [name, p] : order)
     if (!taken.count(name)) root.params.emplace_back(name, p);
+  std::vector<std::vector<std::string>> unit_names;  // per unit, root last
+  auto names_of = [](const FsdpUnitSpec& s) {
+    std::vector<std::string> v;
+    for (auto& [name, p] : s.params) v.push_back(name);
+    return v;
+  };
+  for (auto& s : specs) unit_names.push_back(names_of(s));
+  unit_names.push_back(names_of(root));
   auto engine = std::make_shared<FsdpEngine>(std::move(specs), std::move(root), comm, opts);
+  if (meta) {  // built without memory: each parameter gets the engine's CPU view, then its values
+    for (size_t u = 0; u < unit_names.size(); ++u) {
+      std::vector<at::Tensor> params = engine->unit_params(u);
+      for (size_t k = 0; k < params.size(); ++k) inner->set_parameter(unit_names[u][k], params[k]);
+    }
+    std::vector<std::string> names;
+    for (auto& [name, p] : order) names.push_back(name);
+    engine->init_shards(names, [&inner](const std::string& name, at::Tensor& out) { inner->init_parameter(name, out); });
+  }
   *slot = engine.get();
   ShardedModel out;
   out.units = static_cast<int64_t>(units.size());

@@ -10,6 +10,10 @@
 //   FsdpEngine::end_forward. Between steps its parameters keep their shapes over released
 //   storage: read them through the engine (gather_unit), not directly.
 // - Frozen parameters (requires_grad false) stay whole on every rank, outside the engine.
+// - A model built with its trained parameters on the meta device (ModelSpec::meta_parameters)
+//   never exists whole: each parameter is replaced by the engine's CPU view (Model::set_parameter)
+//   and its shard filled from Model::init_parameter, one parameter at a time, in named_parameters()
+//   order (FsdpEngine::init_shards): no broadcast, every rank computes the same values from the seed.
 #pragma once
 
 #include <memory>

@@ -120,7 +120,9 @@ class ZeroOptimizer final : public TrainOptimizer {
       at::Tensor m = at::zeros({b.padded}, at::TensorOptions().dtype(at::kBool));
       for (const ZeroSlot& s : b.params)
         if (decays.at(s.name)) m.narrow(0, s.offset, s.numel).fill_(true);
-      masks.push_back(m.narrow(0, comm_.rank() * b.block, b.block).to(src_.param_blocks.at(masks.size()).device()));
+      // clone: a view would keep the whole bucket's mask (1 byte per element of the model) alive
+      masks.push_back(
+          m.narrow(0, comm_.rank() * b.block, b.block).clone().to(src_.param_blocks.at(masks.size()).device()));
     }
     opt_->set_decay_masks(std::move(masks));
   }

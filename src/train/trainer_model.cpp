@@ -55,7 +55,7 @@ std::string last_line(const std::string& what) {
 void check_no_shared_memory(const std::string& model, const NamedTensors& params) {
   std::map<const char*, std::pair<const char*, std::string>> spans;  // start -> (end, name)
   for (const auto& [name, p] : params) {
-    if (p.numel() == 0) continue;
+    if (p.numel() == 0 || p.is_meta()) continue;  // meta: no memory yet (a --zero 3 set-up)
     const char* a = static_cast<const char*>(p.data_ptr());
     int64_t last = 0;  // the element farthest from the first (strides of a parameter are >= 0)
     for (int64_t d = 0; d < p.dim(); ++d) last += (p.size(d) - 1) * p.stride(d);
@@ -101,6 +101,10 @@ void Trainer::State::build_model() {
     spec.vocab_size = info.tokens ? info.vocab_size : 0;
     spec.seq_len = info.tokens ? info.seq_len : 0;
     spec.model_config = cfg.model_config;
+    // --zero 3 builds the model unit by unit when it can (gpt): its parameters start on the meta
+    // device and the set-up gives each rank only its shards (model/sharded_model.h). Not with
+    // --init-from, which loads whole weights into the model.
+    spec.meta_parameters = cfg.zero == 3 && device.is_cpu() && cfg.init_from.empty();
     model = untie_names(model_entry.factory(spec));
     if (!model)
       throw CollectiveError("model " + cfg.model + " (" + model_entry.origin + "): its factory returned no model");
@@ -123,13 +127,18 @@ void Trainer::State::build_model() {
                               ") has no units to checkpoint (gpt: its transformer blocks; a plugin model implements "
                               "Model::set_activation_checkpointing, model/model.h)");
     }
-    model->to(device);
     NamedTensors state = model->named_parameters();
+    const bool meta = std::any_of(state.begin(), state.end(), [](const auto& p) { return p.second.is_meta(); });
+    if (meta && !spec.meta_parameters)
+      throw CollectiveError("model " + cfg.model + ": its parameters are on the meta device (no values); build them "
+                            "on the CPU unless ModelSpec::meta_parameters asks otherwise");
+    if (!meta) model->to(device);
+    state = model->named_parameters();
     if (state.empty()) throw CollectiveError("model " + cfg.model + " has no parameters to train");
     check_no_shared_memory(cfg.model, state);
     for (auto& b : model->named_buffers()) state.push_back(b);
     for (auto& [name, t] : state)
-      if (t.device() != device)
+      if (t.device() != device && !t.is_meta())
         throw CollectiveError("model " + cfg.model + ": tensor " + name + " is on " + t.device().str() + " after to(" +
                               device.str() + "); the run's device is " + device.str() +
                               " (every parameter and buffer must move with Model::to)");

@@ -8,6 +8,7 @@
 
 #include "comm/blocking.h"
 #include "ddp/fsdp.h"
+#include "runtime/check.h"
 #include "support/test_world.h"
 
 using namespace hpctrain;
@@ -86,4 +87,34 @@ TEST(Fsdp, GradientBlocksMatchAveragedGradientAndShardsOnlyBetweenSteps) {
   NamedTensors full = e.gather_unit(0);
   EXPECT_TRUE(at::equal(full[0].second, make_net().w0));
   for (auto& [name, p] : net.all()) EXPECT_EQ(p.storage().nbytes(), 0u) << name;
+}
+
+// Units on the meta device (a model built without memory): no broadcast; each parameter becomes a
+// CPU tensor over the unit's released buffer (unit_params) and init_shards fills this rank's
+// blocks one parameter at a time, exactly as the broadcast path would from the same values.
+TEST(Fsdp, MetaUnitsAreFilledShardByShardFromInit) {
+  Communicator& comm = cpu_comm();
+  Net ref = make_net();
+  FsdpEngine whole({{"u0", {{"w0", ref.w0}, {"b0", ref.b0}}}, {"u1", {{"w1", ref.w1}}}}, {"(root)", {{"w2", ref.w2}}},
+                   comm);
+  const Net values = make_net();
+  auto meta = [](const at::Tensor& t) { return at::empty(t.sizes(), t.options().device(at::kMeta)).requires_grad_(); };
+  FsdpEngine e({{"u0", {{"w0", meta(values.w0)}, {"b0", meta(values.b0)}}}, {"u1", {{"w1", meta(values.w1)}}}},
+               {"(root)", {{"w2", meta(values.w2)}}}, comm);
+  for (size_t u = 0; u < e.num_units(); ++u)
+    for (auto& p : e.unit_params(u)) {
+      EXPECT_TRUE(p.device().is_cpu());
+      EXPECT_TRUE(p.requires_grad());
+      EXPECT_EQ(p.storage().nbytes(), 0u);
+    }
+  std::vector<std::string> order;
+  e.init_shards({"w0", "b0", "w1", "w2"}, [&](const std::string& name, at::Tensor& out) {
+    order.push_back(name);
+    for (auto& [n, v] : values.all())
+      if (n == name) out.copy_(v.detach());
+  });
+  EXPECT_EQ(order, (std::vector<std::string>{"w0", "b0", "w1", "w2"}));
+  for (size_t u = 0; u < e.num_units(); ++u) EXPECT_TRUE(at::equal(e.param_blocks()[u], whole.param_blocks()[u]));
+  EXPECT_TRUE(at::equal(e.gather_unit(1)[0].second, values.w1));
+  EXPECT_THROW(e.init_shards({"w0", "b0", "w1"}, [](const std::string&, at::Tensor& out) { out.zero_(); }), Error);
 }

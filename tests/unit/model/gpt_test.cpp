@@ -57,3 +57,28 @@ TEST(Gpt, BadModelConfigIsOneLine) {
   images.num_classes = 10;
   EXPECT_NE(error_of([&] { gpt_options(images); }).find("needs token data"), std::string::npos);
 }
+
+// gpt's initial values depend only on the seed: built on the meta device and drawn one parameter
+// at a time in named_parameters() order (what a --zero 3 set-up does), they equal the whole CPU
+// build's bitwise; set_parameter installs a tensor that forward then uses.
+TEST(Gpt, MetaBuildDrawsTheWholeBuildsValuesOneParameterAtATime) {
+  const GptOptions o = gpt_options(lm_spec("n_layer=2,n_head=2,n_embd=16"));
+  at::manual_seed(7);
+  ModelPtr whole = make_gpt(o);
+  at::manual_seed(7);
+  ModelPtr meta = make_gpt(o, /*meta=*/true);
+  auto wp = whole->named_parameters(), mp = meta->named_parameters();
+  ASSERT_EQ(wp.size(), mp.size());
+  for (size_t i = 0; i < mp.size(); ++i) {
+    ASSERT_TRUE(mp[i].second.is_meta()) << mp[i].first;
+    ASSERT_EQ(mp[i].first, wp[i].first);
+    at::Tensor v = at::empty(mp[i].second.sizes());
+    meta->init_parameter(mp[i].first, v);
+    EXPECT_TRUE(at::equal(v, wp[i].second)) << mp[i].first;
+    meta->set_parameter(mp[i].first, v.requires_grad_());
+  }
+  for (auto& [name, p] : meta->named_parameters()) EXPECT_TRUE(p.device().is_cpu()) << name;
+  at::Tensor idx = at::randint(256, {2, 8}, at::kLong);
+  EXPECT_TRUE(at::equal(meta->forward(idx), whole->forward(idx)));
+  EXPECT_THROW(meta->set_parameter("transformer.h.9.ln_1.weight", at::zeros({16})), Error);
+}
