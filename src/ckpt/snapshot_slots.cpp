@@ -12,6 +12,7 @@
 #include "ckpt/dir_ops.h"
 #include "ckpt/store.h"
 #include "runtime/check.h"
+#include "runtime/threads.h"
 
 namespace hpctrain {
 
@@ -26,9 +27,11 @@ struct SnapshotSlots::Impl {
   ckpt::NamedTensors source, host, spare;
   nlohmann::json meta;
   std::string error;
+  AfterCommit after_commit;
   std::thread thread;
 
   void loop() {
+    lower_this_thread_priority();
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       cv.wait(lock, [&] { return stop || pending; });
@@ -55,12 +58,20 @@ struct SnapshotSlots::Impl {
       if (err.empty()) {
         try {
           ckpt::Manifest m = ckpt::plan_manifest(s, st, 1, int64_t{1} << 40);
+          ckpt::prune(dir, 1);  // the previous snapshot stays until this one is begun
           ckpt::write_shards(ckpt::tmp_dir_for(dir, s), m, st.tensors, 0, 1, /*compress=*/false, /*sync=*/false);
-          ckpt::commit(dir, m, /*keep=*/1, /*shards_synced=*/false);
+          ckpt::commit(dir, m, /*keep=*/0, /*shards_synced=*/false);
         } catch (const std::exception& e) {
           err = e.what();
           std::error_code ec;
           fs::remove_all(ckpt::tmp_dir_for(dir, s), ec);
+        }
+      }
+      if (err.empty() && after_commit) {
+        try {
+          after_commit(s, dir + "/" + ckpt::step_dir_name(s));
+        } catch (const std::exception& e) {
+          err = e.what();
         }
       }
       lock.lock();
@@ -76,8 +87,9 @@ struct SnapshotSlots::Impl {
   }
 };
 
-SnapshotSlots::SnapshotSlots(std::string dir) : d_(std::make_unique<Impl>()) {
+SnapshotSlots::SnapshotSlots(std::string dir, AfterCommit after_commit) : d_(std::make_unique<Impl>()) {
   d_->dir = std::move(dir);
+  d_->after_commit = std::move(after_commit);
   std::error_code ec;
   fs::create_directories(d_->dir, ec);
   if (ec) throw Error("cannot create snapshot directory " + d_->dir + ": " + ec.message());
@@ -150,5 +162,28 @@ int64_t SnapshotSlots::bytes() const {
 }
 
 const std::string& SnapshotSlots::dir() const { return d_->dir; }
+
+void commit_snapshot_files(const std::string& dir, int64_t step,
+                           const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create snapshot directory " + dir + ": " + ec.message());
+  ckpt::remove_stale(dir);
+  ckpt::prune(dir, 1);
+  const std::string tmp = ckpt::tmp_dir_for(dir, step);
+  fs::create_directories(tmp, ec);
+  if (ec) throw Error("cannot create " + tmp + ": " + ec.message());
+  try {
+    for (const auto& [name, bytes] : files) {
+      if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
+        throw Error("snapshot file name '" + name + "' is not a plain file name");
+      ckpt::write_file(tmp + "/" + name, bytes, /*sync=*/false);
+    }
+    ckpt::rename_or_throw(tmp, dir + "/" + ckpt::step_dir_name(step));
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
 
 }  // namespace hpctrain

@@ -4,11 +4,17 @@
 // disk checkpoints.
 //
 // Contract:
-// - Local: no collective, no communicator. One background thread per object.
+// - Local: no collective, no communicator. One background thread per object, at the lowest CPU
+//   priority (runtime/threads.h), so that it uses idle time only.
 // - Two slots: DIR/step-N (the newest complete snapshot) and DIR/step-M.tmp (the one being
-//   written). The commit renames step-M.tmp to step-M, then removes step-N (ckpt/store.h commit
-//   with keep 1), so a process killed at any moment leaves at least one whole snapshot, and the
-//   directory never holds more than two.
+//   written). Right before step-M.tmp is created, every complete snapshot but the newest is
+//   removed; the commit renames step-M.tmp to step-M and keeps step-N. So a process killed at
+//   any moment leaves at least one whole snapshot, the directory never holds more than two, and
+//   a rank keeps its previous snapshot until it starts the next one (ranks that start their
+//   snapshots together, train/snapshot_session.h, so always share one complete step).
+// - after_commit (optional): called on the thread after each commit with the step and its
+//   directory (the ring copy to another host, train/snapshot_copy.h); the write counts as in
+//   flight (busy) until it returns; what it throws becomes take_error()'s message.
 // - start(): with every tensor on the CPU, the copy into host buffers (the previous snapshot's,
 //   recycled) runs on the thread: the caller must not mutate any tensor it passed until
 //   before_update() has returned (the trainer calls it right before the next optimizer step,
@@ -18,8 +24,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ckpt/checkpoint.h"
 
@@ -28,7 +37,8 @@ namespace hpctrain {
 class SnapshotSlots {
  public:
   // Creates `dir` (and its parents) and removes what a killed writer left there (*.tmp).
-  explicit SnapshotSlots(std::string dir);
+  using AfterCommit = std::function<void(int64_t step, const std::string& step_dir)>;
+  explicit SnapshotSlots(std::string dir, AfterCommit after_commit = nullptr);
   ~SnapshotSlots();  // waits for the write in flight
   SnapshotSlots(const SnapshotSlots&) = delete;
   SnapshotSlots& operator=(const SnapshotSlots&) = delete;
@@ -46,5 +56,12 @@ class SnapshotSlots {
   struct Impl;
   std::unique_ptr<Impl> d_;
 };
+
+// A snapshot's files (name -> bytes: manifest.json and its shard, as read from another host's
+// step directory) committed as DIR/step-N with the same slot discipline: every complete
+// snapshot but the newest removed, written as step-N.tmp, renamed. Creates DIR. Throws
+// hpctrain::Error naming the path.
+void commit_snapshot_files(const std::string& dir, int64_t step,
+                           const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace hpctrain

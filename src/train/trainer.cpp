@@ -105,8 +105,10 @@ bool Trainer::State::step_boundary() {
   CheckpointWriter::BoundaryVote w = ckpt->vote();
   mine.ckpt_error = w.error;
   mine.ckpt_pending = w.pending;
+  mine.snapshot_busy = snap ? snap->busy_vote() : 0;
   BoundaryVotes all = agree_at_boundary(*comm, mine);
   ckpt->settle(all.ckpt_error, all.ckpt_pending);
+  if (snap) snap->settle(all.snapshot_busy);
   return all.preempt > 0;
 }
 
