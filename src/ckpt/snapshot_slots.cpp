@@ -28,10 +28,11 @@ struct SnapshotSlots::Impl {
   nlohmann::json meta;
   std::string error;
   AfterCommit after_commit;
+  int nice = 19;
   std::thread thread;
 
   void loop() {
-    lower_this_thread_priority();
+    lower_this_thread_priority(nice);
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       cv.wait(lock, [&] { return stop || pending; });
@@ -87,7 +88,8 @@ struct SnapshotSlots::Impl {
   }
 };
 
-SnapshotSlots::SnapshotSlots(std::string dir, AfterCommit after_commit) : d_(std::make_unique<Impl>()) {
+SnapshotSlots::SnapshotSlots(std::string dir, AfterCommit after_commit, int nice) : d_(std::make_unique<Impl>()) {
+  d_->nice = nice;
   d_->dir = std::move(dir);
   d_->after_commit = std::move(after_commit);
   std::error_code ec;

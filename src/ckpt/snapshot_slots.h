@@ -4,8 +4,8 @@
 // disk checkpoints.
 //
 // Contract:
-// - Local: no collective, no communicator. One background thread per object, at the lowest CPU
-//   priority (runtime/threads.h), so that it uses idle time only.
+// - Local: no collective, no communicator. One background thread per object, at nice value
+//   `nice` (runtime/threads.h; 19: it uses idle CPU time only).
 // - Two slots: DIR/step-N (the newest complete snapshot) and DIR/step-M.tmp (the one being
 //   written). Right before step-M.tmp is created, every complete snapshot but the newest is
 //   removed; the commit renames step-M.tmp to step-M and keeps step-N. So a process killed at
@@ -38,7 +38,7 @@ class SnapshotSlots {
  public:
   // Creates `dir` (and its parents) and removes what a killed writer left there (*.tmp).
   using AfterCommit = std::function<void(int64_t step, const std::string& step_dir)>;
-  explicit SnapshotSlots(std::string dir, AfterCommit after_commit = nullptr);
+  explicit SnapshotSlots(std::string dir, AfterCommit after_commit = nullptr, int nice = 19);
   ~SnapshotSlots();  // waits for the write in flight
   SnapshotSlots(const SnapshotSlots&) = delete;
   SnapshotSlots& operator=(const SnapshotSlots&) = delete;

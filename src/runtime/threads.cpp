@@ -30,10 +30,10 @@ int configure_compute_threads(const World& world) {
   return n;
 }
 
-void lower_this_thread_priority() {
+void lower_this_thread_priority(int nice) {
 #if defined(__linux__)
   // On Linux a nice value is per thread (the tid is a process id for setpriority).
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
 #endif
 }
 

@@ -77,8 +77,8 @@ std::vector<std::string> snapshot_host_names(World& world) {
   return hosts;
 }
 
-SnapshotCopies::SnapshotCopies(World& world, std::vector<std::string> hosts, std::string job_dir)
-    : dir_(std::move(job_dir)), hosts_(std::move(hosts)), rank_(world.rank()) {
+SnapshotCopies::SnapshotCopies(World& world, std::vector<std::string> hosts, std::string job_dir, int nice)
+    : dir_(std::move(job_dir)), hosts_(std::move(hosts)), rank_(world.rank()), nice_(nice) {
   const std::vector<int> partners = snapshot_ring_partners(hosts_);
   partner_ = partners[static_cast<size_t>(rank_)];
   for (int r = 0; r < world.size(); ++r)
@@ -130,7 +130,7 @@ void SnapshotCopies::send(int64_t step, const std::string& step_dir) {
 }
 
 void SnapshotCopies::receive_loop() {
-  lower_this_thread_priority();
+  lower_this_thread_priority(nice_);
   try {
     while (!abandon_ && done_from_ < static_cast<int>(sources_.size())) {
       int flag = 0;

@@ -13,7 +13,7 @@
 // - Constructor: collective over world.mpi_comm() (dups a communicator of its own: the copies
 //   use it from two threads, MPI_THREAD_MULTIPLE); `hosts` from snapshot_host_names(); starts the receiver thread when this rank
 //   has sources. Both threads that use it (the slots' writer, in send(), and the receiver) run at
-//   the lowest CPU priority and touch no other communicator, so gradient collectives never wait
+//   nice value `nice` (--snapshot-nice; 19: idle time only) and touch no other communicator, so gradient collectives never wait
 //   for a copy (on a host with fewer cores than busy threads they still share the cores).
 // - send(): on the snapshot writer's thread, after the commit: the step directory's files
 //   (manifest.json and the shard, already checksummed) to the partner, then waits until the
@@ -52,7 +52,7 @@ void snapshot_broadcast_state(CheckpointState& st, int root, MPI_Comm comm);
 
 class SnapshotCopies {
  public:
-  SnapshotCopies(World& world, std::vector<std::string> hosts, std::string job_dir);
+  SnapshotCopies(World& world, std::vector<std::string> hosts, std::string job_dir, int nice);
   ~SnapshotCopies();
   SnapshotCopies(const SnapshotCopies&) = delete;
   SnapshotCopies& operator=(const SnapshotCopies&) = delete;
@@ -70,7 +70,7 @@ class SnapshotCopies {
 
   std::string dir_;
   std::vector<std::string> hosts_;
-  int rank_ = 0, partner_ = -1;
+  int rank_ = 0, partner_ = -1, nice_ = 19;
   std::vector<int> sources_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::atomic<bool> abandon_{false};

@@ -86,7 +86,7 @@ std::string snapshot_config_fingerprint(const TrainConfig& cfg) {
   // the per-rank batch (a launcher that shrinks the job keeps the global batch: the snapshot
   // carries that, checked when it is picked).
   for (const char* k : {"resume", "batch_size", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every",
-                        "collective_timeout", "flight_records", "debug_collectives", "straggler_threshold"})
+                        "collective_timeout", "flight_records", "debug_collectives", "straggler_threshold", "snapshot_nice"})
     j.erase(k);
   return fnv16(j.dump());
 }
@@ -143,14 +143,14 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
     what = "each rank keeps its own ZeRO shard and sends a copy to the next host in a ring (rank " +
            std::to_string(me) + " -> rank " + std::to_string(partner) + " on host " +
            hosts[static_cast<size_t>(partner)] +
-           "), on background threads at the lowest CPU priority and a communicator of their own (they never hold up "
+           "), on background threads at nice " + std::to_string(cfg.snapshot_nice) + " and a communicator of their own (they never hold up "
            "a gradient collective; with fewer cores than busy threads they still share the CPU, and a snapshot due "
            "while one is written or copied is skipped by every rank)";
   rep.message("hpctrain train: snapshots every " + std::to_string(cfg.snapshot_every) + " step(s) in " + dir_ + ": " +
               mib(slots * state_bytes) + " per host (2 slots x (" + std::to_string(world.local_size()) +
               " rank(s) + " + std::to_string(copies_here) + " copies) x " + mib(state_bytes) + " of state; " + what +
               ")");
-  if (partner >= 0) copies_ = std::make_unique<SnapshotCopies>(world, hosts, dir_);
+  if (partner >= 0) copies_ = std::make_unique<SnapshotCopies>(world, hosts, dir_, static_cast<int>(cfg.snapshot_nice));
 }
 
 SnapshotSession::~SnapshotSession() {
@@ -173,7 +173,7 @@ void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer&
       SnapshotSlots::AfterCommit copy;
       if (copies_) copy = [c = copies_.get()](int64_t step, const std::string& step_dir) { c->send(step, step_dir); };
       slots_ = std::make_unique<SnapshotSlots>((fs::path(dir_) / snapshot_rank_dir_name(world_.rank())).string(),
-                                               std::move(copy));
+                                               std::move(copy), static_cast<int>(cfg_.snapshot_nice));
     } catch (const std::exception& e) {
       broken_ = true;  // this rank takes no snapshot; the others go on (resume takes what any rank has)
       err = e.what();
