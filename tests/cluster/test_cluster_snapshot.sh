@@ -51,7 +51,7 @@ for host, (own, other) in ((sys.argv[1], (0, 1)), (sys.argv[2], (1, 0))):
     want = sorted([f"rank-{own:05d}", f"copy-of-rank-{other:05d}"])
     assert got == want, (host, got)
     for d, r in ((f"rank-{own:05d}", own), (f"copy-of-rank-{other:05d}", other)):
-        steps = sorted(s for s in os.listdir(os.path.join(jobs[0], d)) if not s.endswith(".tmp"))
+        steps = sorted(s for s in os.listdir(os.path.join(jobs[0], d)) if s.startswith("step-") and not s.endswith(".tmp"))
         assert 1 <= len(steps) <= 2, (d, steps)
         names = [t["name"] for t in json.load(open(os.path.join(jobs[0], d, steps[-1], "manifest.json")))["tensors"]]
         zero = [n for n in names if n.startswith("optim/zero/r")]
