@@ -22,14 +22,38 @@ struct SnapshotSlots::Impl {
   std::string dir;
   mutable std::mutex mu;
   std::condition_variable cv;
-  bool stop = false, pending = false, taken = true, busy = false;
+  bool stop = false, pending = false, taken = true, claimed = true, busy = false;
   int64_t step = 0, last_step = -1, bytes = 0;
   ckpt::NamedTensors source, host, spare;
   nlohmann::json meta;
-  std::string error;
+  std::string error, copy_error;
   AfterCommit after_commit;
   int nice = 19;
   std::thread thread;
+
+  // The deferred copy into host buffers, by whichever thread claims it first: the worker, or the
+  // caller in before_update() (so a starved low-priority worker never holds up the next optimizer
+  // step for longer than the memcpy). Called with `lock` held; returns with it held, `taken` set.
+  void take_copy(std::unique_lock<std::mutex>& lock) {
+    claimed = true;
+    ckpt::NamedTensors src = std::move(source), reuse = std::move(spare);
+    source.clear();
+    spare.clear();
+    lock.unlock();
+    ckpt::NamedTensors out;
+    std::string err;
+    try {
+      out = ckpt::snapshot_to_host(src, /*copy_cpu=*/true, &reuse);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    src.clear();  // the aliases of live tensors go before the caller may update them
+    lock.lock();
+    host = std::move(out);
+    copy_error = std::move(err);
+    taken = true;
+    cv.notify_all();
+  }
 
   void loop() {
     lower_this_thread_priority(nice);
@@ -39,22 +63,13 @@ struct SnapshotSlots::Impl {
       if (!pending) return;
       pending = false;
       const int64_t s = step;
-      ckpt::NamedTensors src = std::move(source), reuse = std::move(spare);
-      source.clear();
-      spare.clear();
+      if (!taken && !claimed) take_copy(lock);
+      cv.wait(lock, [&] { return taken; });  // the caller may have claimed it
       CheckpointState st;
       st.meta = meta;
-      std::string err;
-      lock.unlock();
-      try {
-        st.tensors = host.empty() ? ckpt::snapshot_to_host(src, /*copy_cpu=*/true, &reuse) : std::move(host);
-      } catch (const std::exception& e) {
-        err = e.what();
-      }
-      src.clear();  // the aliases of live tensors go before the caller may update them
-      lock.lock();
-      taken = true;
-      cv.notify_all();
+      st.tensors = std::move(host);
+      host.clear();
+      std::string err = std::exchange(copy_error, std::string());
       lock.unlock();
       if (err.empty()) {
         try {
@@ -126,7 +141,7 @@ bool SnapshotSlots::start(int64_t step, CheckpointState st) {
   if (on_cpu) {
     ckpt::check_snapshot(st.tensors);
     d_->source = std::move(st.tensors);
-    d_->taken = false;
+    d_->taken = d_->claimed = false;
   } else {
     d_->host = ckpt::snapshot_to_host(st.tensors, /*copy_cpu=*/true, &d_->spare);
   }
@@ -140,6 +155,7 @@ bool SnapshotSlots::start(int64_t step, CheckpointState st) {
 
 void SnapshotSlots::before_update() {
   std::unique_lock<std::mutex> lock(d_->mu);
+  if (!d_->taken && !d_->claimed) d_->take_copy(lock);
   d_->cv.wait(lock, [&] { return d_->taken; });
 }
 

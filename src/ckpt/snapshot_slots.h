@@ -16,8 +16,10 @@
 //   directory (the ring copy to another host, train/snapshot_copy.h); the write counts as in
 //   flight (busy) until it returns; what it throws becomes take_error()'s message.
 // - start(): with every tensor on the CPU, the copy into host buffers (the previous snapshot's,
-//   recycled) runs on the thread: the caller must not mutate any tensor it passed until
-//   before_update() has returned (the trainer calls it right before the next optimizer step,
+//   recycled) runs on the thread, or in before_update() on the caller when the thread has not
+//   begun it by then (a low-priority thread must not hold up the optimizer step for more than
+//   the memcpy): the caller must not mutate any tensor it passed until before_update() has
+//   returned (the trainer calls it right before the next optimizer step,
 //   and passes copies of what changes sooner). A tensor on a GPU makes start() copy at once.
 //   While a write is in flight start() writes nothing and returns false (the step is skipped).
 // - A failed write is kept as take_error()'s message; the previous snapshot stays whole.
