@@ -205,7 +205,7 @@ void SnapshotSession::remove_newer_than(int64_t step) {
       std::smatch m;
       std::error_code ec2;
       if (std::regex_match(n, m, rank_re) && std::stoi(m[1]) >= world_.size()) {
-        fs::remove_all(r.path(), ec2);  // the old job's extra ranks' slots (the copies of them stay: they are read-only)
+        fs::remove_all(r.path(), ec2);  // the old job's extra ranks' own slots
         continue;
       }
       if (!std::regex_match(n, m, rank_re) && !std::regex_match(n, m, copy_re)) continue;
