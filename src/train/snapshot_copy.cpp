@@ -30,9 +30,7 @@ namespace {
 constexpr int kHead = 1, kData = 2, kAck = 3;
 constexpr int64_t kPiece = int64_t{1} << 30;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string read_whole(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -45,7 +43,7 @@ std::string read_whole(const fs::path& p) {
 }  // namespace
 
 std::vector<int> snapshot_ring_partners(const std::vector<std::string>& hosts) {
-  std::vector<std::string> order;                // hosts by their lowest rank
+  std::vector<std::string> order;                 // hosts by their lowest rank
   std::map<std::string, std::vector<int>> ranks;  // host -> its ranks, ascending
   for (size_t r = 0; r < hosts.size(); ++r) {
     if (!ranks.count(hosts[r])) order.push_back(hosts[r]);
@@ -168,7 +166,8 @@ void SnapshotCopies::receive_loop() {
       } catch (const std::exception& e) {
         ack = 1;
         std::lock_guard<std::mutex> lock(mu_);
-        if (error_.empty()) error_ = "copy of rank " + std::to_string(src) + "'s snapshot step " + std::to_string(step) + ": " + e.what();
+        if (error_.empty())
+          error_ = "copy of rank " + std::to_string(src) + "'s snapshot step " + std::to_string(step) + ": " + e.what();
       }
       files.clear();
       MPI_Request req;
@@ -194,8 +193,10 @@ void SnapshotCopies::finish(double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const bool clean = sent && done_from_ >= static_cast<int>(sources_.size());
   if (!clean) {
-    std::fprintf(stderr, "hpctrain: rank %d: WARNING: snapshot copies: no \"done\" from every peer within %.0f s; "
-                 "leaving them\n", rank_, timeout_s);
+    std::fprintf(stderr,
+                 "hpctrain: rank %d: WARNING: snapshot copies: no \"done\" from every peer within %.0f s; "
+                 "leaving them\n",
+                 rank_, timeout_s);
     abandon_ = true;
   }
   if (receiver_.joinable()) receiver_.join();

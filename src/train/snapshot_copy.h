@@ -11,9 +11,9 @@
 //
 // Contract:
 // - Constructor: collective over world.mpi_comm() (dups a communicator of its own: the copies
-//   use it from two threads, MPI_THREAD_MULTIPLE); `hosts` from snapshot_host_names(); starts the receiver thread when this rank
-//   has sources. Both threads that use it (the slots' writer, in send(), and the receiver) run at
-//   nice value `nice` (--snapshot-nice; 19: idle time only) and touch no other communicator, so gradient collectives never wait
+//   use it from two threads, MPI_THREAD_MULTIPLE); `hosts` from snapshot_host_names(); starts the receiver thread when
+//   this rank has sources. Both threads that use it (the slots' writer, in send(), and the receiver) run at nice value
+//   `nice` (--snapshot-nice; 19: idle time only) and touch no other communicator, so gradient collectives never wait
 //   for a copy (on a host with fewer cores than busy threads they still share the cores).
 // - send(): on the snapshot writer's thread, after the commit: the step directory's files
 //   (manifest.json and the shard, already checksummed) to the partner, then waits until the
@@ -24,9 +24,9 @@
 // - The destructor abandons whatever is in flight (polling loops, no blocking MPI call waits).
 #pragma once
 
+#include <mpi.h>
 #include <atomic>
 #include <cstdint>
-#include <mpi.h>
 #include <mutex>
 #include <string>
 #include <thread>

@@ -89,8 +89,8 @@ std::vector<Entry> allgather_entries(const std::vector<Entry>& mine, std::vector
   std::vector<int64_t> flat(static_cast<size_t>(total));
   std::vector<int64_t> send;
   for (const Entry& e : mine) send.insert(send.end(), e.begin(), e.end());
-  HPC_MPI_CHECK(MPI_Allgatherv(send.data(), n, MPI_INT64_T, flat.data(), counts.data(), displs.data(), MPI_INT64_T,
-                               comm));
+  HPC_MPI_CHECK(
+      MPI_Allgatherv(send.data(), n, MPI_INT64_T, flat.data(), counts.data(), displs.data(), MPI_INT64_T, comm));
   std::vector<Entry> all;
   for (int r = 0; r < size; ++r)
     for (int i = 0; i < counts[static_cast<size_t>(r)]; i += 4) {

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <tuple>
 #include <filesystem>
 #include <regex>
+#include <tuple>
 
 #include "metrics/progress.h"
 #include "runtime/check.h"
@@ -100,7 +100,8 @@ void snapshot_broadcast_state(CheckpointState& st, int root, MPI_Comm comm) {
   if (me == root) {
     nlohmann::json h = {{"meta", st.meta}, {"tensors", nlohmann::json::array()}};
     for (auto& [name, t] : st.tensors)
-      h["tensors"].push_back({{"name", name}, {"dtype", static_cast<int>(t.scalar_type())}, {"shape", t.sizes().vec()}});
+      h["tensors"].push_back(
+          {{"name", name}, {"dtype", static_cast<int>(t.scalar_type())}, {"shape", t.sizes().vec()}});
     header = h.dump();
   }
   int64_t n = static_cast<int64_t>(header.size());
@@ -159,7 +160,8 @@ std::optional<SnapshotSession::Picked> SnapshotSession::pick_whole(int64_t disk_
   int64_t best = -1;
   HPC_MPI_CHECK(MPI_Allreduce(&key, &best, 1, MPI_INT64_T, MPI_MAX, world));
   const int64_t step = best < 0 ? -1 : best >> kRankBits;
-  const int old_rank = best < 0 ? -1 : static_cast<int>((int64_t{1} << kRankBits) - 1 - (best & ((int64_t{1} << kRankBits) - 1)));
+  const int old_rank =
+      best < 0 ? -1 : static_cast<int>((int64_t{1} << kRankBits) - 1 - (best & ((int64_t{1} << kRankBits) - 1)));
   std::optional<Picked> out;
   if (step >= 0 && step > disk_step) {
     const int has = key == best ? 1 : 0;
@@ -185,10 +187,9 @@ std::optional<SnapshotSession::Picked> SnapshotSession::pick_whole(int64_t disk_
     p.state = std::move(mine.state);
     if (!device.is_cpu())
       for (auto& [name, t] : p.state.tensors) t = t.to(device);
-    p.source = "snapshot step " + std::to_string(step) + ": rank " + std::to_string(old_rank) +
-               "'s snapshot on host " + host + " (" + std::to_string(world_.size() - received) +
-               " rank(s) read it from their host's memory, " + std::to_string(received) +
-               " received it over MPI; newest disk checkpoint: " +
+    p.source = "snapshot step " + std::to_string(step) + ": rank " + std::to_string(old_rank) + "'s snapshot on host " +
+               host + " (" + std::to_string(world_.size() - received) + " rank(s) read it from their host's memory, " +
+               std::to_string(received) + " received it over MPI; newest disk checkpoint: " +
                (disk_step < 0 ? std::string("none") : "step " + std::to_string(disk_step)) + ")";
     out = std::move(p);
   }

@@ -11,12 +11,12 @@
 #include <filesystem>
 
 #include "ckpt/snapshot_slots.h"
-#include "train/snapshot_copy.h"
 #include "metrics/progress.h"
 #include "optim/train_optimizer.h"
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
+#include "train/snapshot_copy.h"
 #include "train/snapshot_layout.h"
 
 namespace hpctrain {
@@ -85,8 +85,9 @@ std::string snapshot_config_fingerprint(const TrainConfig& cfg) {
   // What a restart may change without changing the training: where it reports and resumes, and
   // the per-rank batch (a launcher that shrinks the job keeps the global batch: the snapshot
   // carries that, checked when it is picked).
-  for (const char* k : {"resume", "batch_size", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every",
-                        "collective_timeout", "flight_records", "debug_collectives", "straggler_threshold", "snapshot_nice"})
+  for (const char* k :
+       {"resume", "batch_size", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every", "collective_timeout",
+        "flight_records", "debug_collectives", "straggler_threshold", "snapshot_nice"})
     j.erase(k);
   return fnv16(j.dump());
 }
@@ -102,8 +103,7 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
   std::string why_off;
   agree_on_failure(world.mpi_comm(), [&] {
     std::string why = unusable(root);
-    if (!why.empty() && given)
-      throw InputError("--snapshot-dir " + root + " on host " + world.hostname() + " " + why);
+    if (!why.empty() && given) throw InputError("--snapshot-dir " + root + " on host " + world.hostname() + " " + why);
     why_off = why.empty() ? "" : root + " on host " + world.hostname() + " " + why;
   });
   // Room for two slots per rank of this host (the one in use and the one being written), and two
@@ -142,14 +142,14 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
   else
     what = "each rank keeps its own ZeRO shard and sends a copy to the next host in a ring (rank " +
            std::to_string(me) + " -> rank " + std::to_string(partner) + " on host " +
-           hosts[static_cast<size_t>(partner)] +
-           "), on background threads at nice " + std::to_string(cfg.snapshot_nice) + " and a communicator of their own (they never hold up "
+           hosts[static_cast<size_t>(partner)] + "), on background threads at nice " +
+           std::to_string(cfg.snapshot_nice) +
+           " and a communicator of their own (they never hold up "
            "a gradient collective; with fewer cores than busy threads they still share the CPU, and a snapshot due "
            "while one is written or copied is skipped by every rank)";
   rep.message("hpctrain train: snapshots every " + std::to_string(cfg.snapshot_every) + " step(s) in " + dir_ + ": " +
-              mib(slots * state_bytes) + " per host (2 slots x (" + std::to_string(world.local_size()) +
-              " rank(s) + " + std::to_string(copies_here) + " copies) x " + mib(state_bytes) + " of state; " + what +
-              ")");
+              mib(slots * state_bytes) + " per host (2 slots x (" + std::to_string(world.local_size()) + " rank(s) + " +
+              std::to_string(copies_here) + " copies) x " + mib(state_bytes) + " of state; " + what + ")");
   if (partner >= 0) copies_ = std::make_unique<SnapshotCopies>(world, hosts, dir_, static_cast<int>(cfg.snapshot_nice));
 }
 

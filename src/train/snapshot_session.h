@@ -74,7 +74,8 @@ class SnapshotSession {
   void before_update();
   int64_t busy_vote() const;
   void settle(int64_t busy_total) { skip_next_ = busy_total > 0; }
-  void finish();  // collective: waits, then removes this job's snapshots
+  bool skips_next() const { return skip_next_; }  // alike on every rank (the vote's total)
+  void finish();                                  // collective: waits, then removes this job's snapshots
   int64_t taken() const { return taken_; }
   int64_t skipped() const { return skipped_; }
 
@@ -82,7 +83,6 @@ class SnapshotSession {
   std::optional<Picked> pick_whole(int64_t disk_step, c10::Device device);   // snapshot_resume.cpp
   std::optional<Picked> pick_shards(int64_t disk_step, c10::Device device);  // snapshot_pick_shards.cpp
   void remove_newer_than(int64_t step);  // after a pick: what a later resume must not mistake for this run's
-
 
   const TrainConfig& cfg_;
   World& world_;

@@ -43,7 +43,7 @@ std::optional<TrainProgress> Trainer::State::resume_from_snapshot() {
 // same values); one small collective after the step's collectives.
 void Trainer::State::snapshot(int64_t epoch) {
   if (!snap || step >= total_steps || step % cfg.snapshot_every != 0) return;
-  ddp->prepare_forward();
+  if (!snap->skips_next()) ddp->prepare_forward();  // every rank skips alike: no broadcast for a skipped one
   snap->save(progress(epoch), *model, *opt);
 }
 
