@@ -239,6 +239,7 @@ nlohmann::json Trainer::run() {
                    " on rank 0); checkpointing at step " + std::to_string(s.step));
     s.save_checkpoint(epoch, /*sync=*/true);
     s.ckpt->report(s.step);
+    if (s.snap) s.snap->finish();  // the disk holds this step now; no copy left in flight at MPI_Finalize
     // Requeueing is the launcher's job: the caller exits kPreemptedExitCode (75) and
     // slurm/train.sbatch requeues on it.
     return {{"preempted", true}, {"steps", s.step}, {"world_size", s.world.size()}};
