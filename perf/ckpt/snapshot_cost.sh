@@ -18,7 +18,8 @@ cat "$here/../../README.md" "$here/../../docs/"*.md >"$W/corpus.txt"
 declare -A args=(
   [cnn]="--model cnn --data $W/img --batch-size 64"
   [gpt]="--model gpt --model-config n_layer=2,n_head=4,n_embd=128 --seq-len 64 --data $W/txt --batch-size 8 --optimizer adamw")
-sps() { /usr/bin/python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])['samples_per_s'])" "$1"; }
+field() { /usr/bin/python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
+sps() { field "$1" samples_per_s; }
 for m in cnn gpt; do
   ratios=()
   for ((i = 0; i < pairs; i++)); do
@@ -28,11 +29,14 @@ for m in cnn gpt; do
     "${mpi[@]}" "$BIN" train --device cpu ${args[$m]} --max-steps "$steps" --log-every 1000 --snapshot-every 1 \
       --snapshot-dir "$SHM" >"$W/b.txt" 2>/dev/null
     ratios+=("$(/usr/bin/python3 -c "print($(sps "$W/a.txt") / $(sps "$W/b.txt"))")")
+    taken=$((${taken:-0} + $(field "$W/b.txt" snapshots_taken))) skipped=$((${skipped:-0} + $(field "$W/b.txt" snapshots_skipped)))
   done
-  /usr/bin/python3 - "$m" "$pairs" "$steps" "${ratios[@]}" <<'PY'
+  /usr/bin/python3 - "$m" "$pairs" "$steps" "$taken" "$skipped" "${ratios[@]}" <<'PY'
 import statistics, sys
-m, pairs, steps, r = sys.argv[1], sys.argv[2], sys.argv[3], [float(x) for x in sys.argv[4:]]
+m, pairs, steps, taken, skipped, r = *sys.argv[1:6], [float(x) for x in sys.argv[6:]]
 print(f"{m}: step time with --snapshot-every 1 / without = {statistics.median(r):.3f} (median of {pairs} interleaved "
-      f"pairs of {steps} steps, 2 ranks; min {min(r):.3f}, max {max(r):.3f})")
+      f"pairs of {steps} steps, 2 ranks; min {min(r):.3f}, max {max(r):.3f}); snapshots {taken} taken, {skipped} "
+      f"skipped (a write still in flight: every rank skips)")
 PY
+  unset taken skipped
 done

@@ -4,22 +4,33 @@
 // disk checkpoints.
 //
 // Contract:
-// - Local: no collective, no communicator. One background thread per object.
+// - Local: no collective, no communicator. One background thread per object, at nice value
+//   `nice` (runtime/threads.h; 19: it uses idle CPU time only).
 // - Two slots: DIR/step-N (the newest complete snapshot) and DIR/step-M.tmp (the one being
-//   written). The commit renames step-M.tmp to step-M, then removes step-N (ckpt/store.h commit
-//   with keep 1), so a process killed at any moment leaves at least one whole snapshot, and the
-//   directory never holds more than two.
+//   written). Right before step-M.tmp is created, every complete snapshot but the newest is
+//   removed; the commit renames step-M.tmp to step-M and keeps step-N. So a process killed at
+//   any moment leaves at least one whole snapshot, the directory never holds more than two, and
+//   a rank keeps its previous snapshot until it starts the next one (ranks that start their
+//   snapshots together, train/snapshot_session.h, so always share one complete step).
+// - after_commit (optional): called on the thread after each commit with the step and its
+//   directory (the ring copy to another host, train/snapshot_copy.h); the write counts as in
+//   flight (busy) until it returns; what it throws becomes take_error()'s message.
 // - start(): with every tensor on the CPU, the copy into host buffers (the previous snapshot's,
-//   recycled) runs on the thread: the caller must not mutate any tensor it passed until
-//   before_update() has returned (the trainer calls it right before the next optimizer step,
+//   recycled) runs on the thread, or in before_update() on the caller when the thread has not
+//   begun it by then (a low-priority thread must not hold up the optimizer step for more than
+//   the memcpy): the caller must not mutate any tensor it passed until before_update() has
+//   returned (the trainer calls it right before the next optimizer step,
 //   and passes copies of what changes sooner). A tensor on a GPU makes start() copy at once.
 //   While a write is in flight start() writes nothing and returns false (the step is skipped).
 // - A failed write is kept as take_error()'s message; the previous snapshot stays whole.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ckpt/checkpoint.h"
 
@@ -28,7 +39,8 @@ namespace hpctrain {
 class SnapshotSlots {
  public:
   // Creates `dir` (and its parents) and removes what a killed writer left there (*.tmp).
-  explicit SnapshotSlots(std::string dir);
+  using AfterCommit = std::function<void(int64_t step, const std::string& step_dir)>;
+  explicit SnapshotSlots(std::string dir, AfterCommit after_commit = nullptr, int nice = 19);
   ~SnapshotSlots();  // waits for the write in flight
   SnapshotSlots(const SnapshotSlots&) = delete;
   SnapshotSlots& operator=(const SnapshotSlots&) = delete;
@@ -46,5 +58,12 @@ class SnapshotSlots {
   struct Impl;
   std::unique_ptr<Impl> d_;
 };
+
+// A snapshot's files (name -> bytes: manifest.json and its shard, as read from another host's
+// step directory) committed as DIR/step-N with the same slot discipline: every complete
+// snapshot but the newest removed, written as step-N.tmp, renamed. Creates DIR. Throws
+// hpctrain::Error naming the path.
+void commit_snapshot_files(const std::string& dir, int64_t step,
+                           const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace hpctrain

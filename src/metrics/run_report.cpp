@@ -88,6 +88,10 @@ nlohmann::json summary_record(const RunSummary& s) {
                       {"wall_s", s.wall_s},
                       {"straggler", s.straggler},
                       {"restarts", s.restarts}};
+  if (s.snapshots_taken >= 0) {
+    j["snapshots_taken"] = s.snapshots_taken;
+    j["snapshots_skipped"] = s.snapshots_skipped;
+  }
   j["activation_checkpointing"] = s.checkpointed_units > 0;
   if (s.checkpointed_units > 0) {
     // What the recompute cost: its host seconds and their share of the run's wall time.

@@ -67,6 +67,8 @@ struct RunSummary {
   double wall_s = 0;
   nlohmann::json straggler;
   int64_t restarts = 0;
+  // --snapshot-every: snapshots taken and skipped (a write or copy still in flight); < 0: off, omitted.
+  int64_t snapshots_taken = -1, snapshots_skipped = -1;
   // --activation-checkpointing: the model's units (0: off) and this rank's recompute forwards
   // in backward, their count and host seconds (model/checkpoint_unit.h recompute_totals).
   int64_t checkpointed_units = 0, recomputed_units = 0;

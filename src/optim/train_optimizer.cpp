@@ -162,7 +162,6 @@ class ZeroOptimizer final : public TrainOptimizer {
   // Rank 0 writes the checkpoint, so every rank's shard of every slot is gathered (one
   // allgather_into per slot); each rank's shard is then its own tensor in the checkpoint.
   void capture(CheckpointState& st) override {
-    const ZeroPartition& z = *src_.partition;
     for (const auto& [slot, mine] : opt_->state()) {
       at::Tensor all = at::empty({mine.numel() * comm_.size()}, mine.options());
       if (comm_.size() > 1)
@@ -173,6 +172,17 @@ class ZeroOptimizer final : public TrainOptimizer {
         st.tensors.emplace_back(zero_shard_name(r, slot), all.narrow(0, r * mine.numel(), mine.numel()));
     }
     if (src_.capture_model) src_.capture_model(st);
+    capture_common(st);
+  }
+  bool shards_capture_locally() const override { return !src_.capture_model; }
+  void capture_own_shard(CheckpointState& st) override {
+    if (src_.capture_model) throw Error("capture_own_shard: ZeRO-3's parameters are sharded too; use capture()");
+    for (const auto& [slot, mine] : opt_->state()) st.tensors.emplace_back(zero_shard_name(comm_.rank(), slot), mine);
+    capture_common(st);
+  }
+  // What both captures append after the slots: AdamW's step count and the partition record.
+  void capture_common(CheckpointState& st) {
+    const ZeroPartition& z = *src_.partition;
     if (opt_->options().name == "adamw")
       st.tensors.emplace_back(kZeroStepTensor, at::scalar_tensor(opt_->steps(), at::kLong));
     st.meta["zero"] = z.to_json();
@@ -204,6 +214,10 @@ class ZeroOptimizer final : public TrainOptimizer {
 };
 
 }  // namespace
+
+void TrainOptimizer::capture_own_shard(CheckpointState&) {
+  throw Error("capture_own_shard: this optimizer's state is not sharded; use capture()");
+}
 
 std::unique_ptr<TrainOptimizer> make_train_optimizer(const OptimConfig& c, Model& model, DistributedDataParallel& ddp,
                                                      Communicator& comm, double base_lr) {

@@ -6,6 +6,12 @@
 #include <cstdlib>
 #include <thread>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "runtime/world.h"
 
 namespace hpctrain {
@@ -22,6 +28,13 @@ int configure_compute_threads(const World& world) {
   }
   at::set_num_threads(n);
   return n;
+}
+
+void lower_this_thread_priority(int nice) {
+#if defined(__linux__)
+  // On Linux a nice value is per thread (the tid is a process id for setpriority).
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+#endif
 }
 
 }  // namespace hpctrain

@@ -6,4 +6,8 @@
 namespace hpctrain {
 class World;
 int configure_compute_threads(const World& world);
+// Background threads that must only use idle CPU time (snapshot writer, snapshot copies): the
+// calling thread's nice value set to `nice` (19: the lowest priority; Linux: per thread;
+// elsewhere a no-op). Never throws.
+void lower_this_thread_priority(int nice = 19);
 }  // namespace hpctrain

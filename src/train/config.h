@@ -83,6 +83,7 @@ inline constexpr double kNoMin = -1e300, kNoMax = 1e300;
   X(bool, ckpt_compress, false, "", "", kNoMin, kNoMax, false, "gzip-compress checkpoint shards") \
   X(std::string, ckpt_writers, "rank0", "", "rank0|all", kNoMin, kNoMax, false, "which ranks write checkpoint shards") \
   X(int64_t, snapshot_every, 0, "", "", 0, 1e12, false, "copy the training state into host memory (--snapshot-dir) every N steps, for --resume auto after a failure (0: off)") \
+  X(int64_t, snapshot_nice, 19, "", "", 0, 19, false, "CPU priority (nice value, per thread) of the snapshot writer and copy threads: 19 uses idle CPU time only (more snapshots skipped while training keeps every core busy), 0 competes with training") \
   X(std::string, snapshot_dir, "", "DIR", "", kNoMin, kNoMax, false, "a directory in memory (tmpfs/ramfs) that holds the snapshots, in a subdirectory per job and config (default /dev/shm)") \
   X(std::string, resume, "auto", "auto|none|PATH", "", kNoMin, kNoMax, false, "auto: the newest complete checkpoint in --ckpt-dir, if any (a reused directory resumes); none: start fresh; PATH: that checkpoint") \
   X(std::string, init_from, "", "PATH", "", kNoMin, kNoMax, false, "start from these weights (fine-tuning: optimizer, step and sampler start fresh): a merged .h5/.pt/.safetensors of the same model, or a Hugging Face GPT-2 directory for --model gpt (its config.json supplies --model-config when none is given, else must match it); a checkpoint --resume finds wins") \

@@ -16,6 +16,7 @@
 #include "runtime/agree.h"
 #include "runtime/check.h"
 #include "runtime/world.h"
+#include "train/snapshot_copy.h"
 #include "train/snapshot_layout.h"
 
 namespace hpctrain {
@@ -84,14 +85,15 @@ std::string snapshot_config_fingerprint(const TrainConfig& cfg) {
   // What a restart may change without changing the training: where it reports and resumes, and
   // the per-rank batch (a launcher that shrinks the job keeps the global batch: the snapshot
   // carries that, checked when it is picked).
-  for (const char* k : {"resume", "batch_size", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every",
-                        "collective_timeout", "flight_records", "debug_collectives", "straggler_threshold"})
+  for (const char* k :
+       {"resume", "batch_size", "snapshot_dir", "metrics", "tensorboard", "trace", "log_every", "collective_timeout",
+        "flight_records", "debug_collectives", "straggler_threshold", "snapshot_nice"})
     j.erase(k);
   return fnv16(j.dump());
 }
 
-SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter& rep, int64_t state_bytes)
-    : cfg_(cfg), world_(world), rep_(rep) {
+SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter& rep, int64_t state_bytes, bool shards)
+    : cfg_(cfg), world_(world), rep_(rep), shards_(shards) {
   if (cfg.snapshot_every <= 0) return;
   job_ = snapshot_job_key(cfg);
   config_fp_ = snapshot_config_fingerprint(cfg);
@@ -101,17 +103,23 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
   std::string why_off;
   agree_on_failure(world.mpi_comm(), [&] {
     std::string why = unusable(root);
-    if (!why.empty() && given)
-      throw InputError("--snapshot-dir " + root + " on host " + world.hostname() + " " + why);
+    if (!why.empty() && given) throw InputError("--snapshot-dir " + root + " on host " + world.hostname() + " " + why);
     why_off = why.empty() ? "" : root + " on host " + world.hostname() + " " + why;
   });
-  // Room for two slots per rank of this host (the one in use and the one being written).
-  const int64_t need = 2 * int64_t{world.local_size()} * (state_bytes + (1 << 20));
+  // Room for two slots per rank of this host (the one in use and the one being written), and two
+  // per copy it receives from the previous host (ZeRO-1/2 with more than one host).
+  const std::vector<std::string> hosts = snapshot_host_names(world);
+  const std::vector<int> partners = shards ? snapshot_ring_partners(hosts) : std::vector<int>(hosts.size(), -1);
+  int copies_here = 0;
+  for (int p : partners) copies_here += p >= 0 && hosts[static_cast<size_t>(p)] == world.hostname() ? 1 : 0;
+  const int64_t slots = 2 * (int64_t{world.local_size()} + copies_here);
+  const int64_t need = slots * (state_bytes + (1 << 20));
   const int64_t room = why_off.empty() ? free_bytes(root) + tree_bytes(dir_) : 0;
   int ok = why_off.empty() && room >= need ? 1 : 0, all_ok = 0;
   if (ok == 0 && why_off.empty())
-    why_off = root + " on host " + world.hostname() + " has " + mib(room) + " free, less than the " +
-              mib(need) + " two slots of " + std::to_string(world.local_size()) + " rank(s) need";
+    why_off = root + " on host " + world.hostname() + " has " + mib(room) + " free, less than the " + mib(need) +
+              " two slots of " + std::to_string(world.local_size()) + " rank(s) and " + std::to_string(copies_here) +
+              " copies need";
   HPC_MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world.mpi_comm()));
   // The first failing rank's reason, for the one line rank 0 prints.
   int first = ok ? world.size() : world.rank(), first_all = 0;
@@ -125,13 +133,33 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
     return;
   }
   on_ = true;
+  const int me = world.rank(), partner = partners[static_cast<size_t>(me)];
+  std::string what;
+  if (!shards)
+    what = "every rank keeps the whole state, so no copy goes to another host";
+  else if (partner < 0)
+    what = "each rank keeps its own ZeRO shard; one host, so no copy goes to another host (a lost host loses them)";
+  else
+    what = "each rank keeps its own ZeRO shard and sends a copy to the next host in a ring (rank " +
+           std::to_string(me) + " -> rank " + std::to_string(partner) + " on host " +
+           hosts[static_cast<size_t>(partner)] + "), on background threads at nice " +
+           std::to_string(cfg.snapshot_nice) +
+           " and a communicator of their own (they never hold up "
+           "a gradient collective; with fewer cores than busy threads they still share the CPU, and a snapshot due "
+           "while one is written or copied is skipped by every rank)";
   rep.message("hpctrain train: snapshots every " + std::to_string(cfg.snapshot_every) + " step(s) in " + dir_ + ": " +
-              mib(2 * int64_t{world.local_size()} * state_bytes) + " per host (2 slots x " +
-              std::to_string(world.local_size()) + " rank(s) x " + mib(state_bytes) +
-              " of state; every rank keeps the whole state, so no copy goes to another host)");
+              mib(slots * state_bytes) + " per host (2 slots x (" + std::to_string(world.local_size()) + " rank(s) + " +
+              std::to_string(copies_here) + " copies) x " + mib(state_bytes) + " of state; " + what + ")");
+  if (partner >= 0) copies_ = std::make_unique<SnapshotCopies>(world, hosts, dir_, static_cast<int>(cfg.snapshot_nice));
 }
 
-SnapshotSession::~SnapshotSession() = default;
+SnapshotSession::~SnapshotSession() {
+  if (copies_) copies_->abandon();  // a writer waiting on a copy must not hold up the slots' destructor
+  slots_.reset();
+  copies_.reset();
+}
+
+int64_t SnapshotSession::busy_vote() const { return slots_ && slots_->busy() ? 1 : 0; }
 
 void SnapshotSession::before_update() {
   if (slots_) slots_->before_update();
@@ -142,13 +170,17 @@ void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer&
   std::string err;
   if (!slots_ && !broken_) {
     try {
-      slots_ = std::make_unique<SnapshotSlots>((fs::path(dir_) / snapshot_rank_dir_name(world_.rank())).string());
+      SnapshotSlots::AfterCommit copy;
+      if (copies_) copy = [c = copies_.get()](int64_t step, const std::string& step_dir) { c->send(step, step_dir); };
+      slots_ = std::make_unique<SnapshotSlots>((fs::path(dir_) / snapshot_rank_dir_name(world_.rank())).string(),
+                                               std::move(copy), static_cast<int>(cfg_.snapshot_nice));
     } catch (const std::exception& e) {
       broken_ = true;  // this rank takes no snapshot; the others go on (resume takes what any rank has)
       err = e.what();
     }
   }
   if (slots_) err = slots_->take_error();
+  if (err.empty() && copies_) err = copies_->take_error();
   if (!err.empty() && !warned_) {
     warned_ = true;  // once: the next snapshots may well succeed (the previous slot stays whole)
     std::fprintf(stderr, "hpctrain: rank %d: WARNING: %s\n", world_.rank(), err.c_str());
@@ -159,15 +191,29 @@ void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer&
                            {"rank", world_.rank()},
                            {"world_size", world_.size()},
                            {"global_batch", world_.size() * cfg_.batch_size},
-                           {"host", world_.hostname()}}}};
+                           {"host", world_.hostname()},
+                           {"sharded", shards_}}}};
+  if (skip_next_) {  // some rank's write or copy still runs (the boundary's vote): every rank skips
+    ++skipped_;
+    return;
+  }
   CheckpointState st = capture_model_state(model, p, meta, /*copy_buffers=*/true);
-  opt.capture(st);  // collective under ZeRO-1 (the shards are gathered): on every rank, busy or not
-  if (!slots_ || !slots_->start(p.step, std::move(st))) ++skipped_;
+  if (shards_)
+    opt.capture_own_shard(st);  // local: this rank's shard only
+  else
+    opt.capture(st);  // collective under --zero 3 (the shards are gathered)
+  if (slots_ && slots_->start(p.step, std::move(st)))
+    ++taken_;
+  else
+    ++skipped_;
 }
 
 void SnapshotSession::finish() {
   if (!on_) return;
-  slots_.reset();  // waits for the write in flight
+  slots_.reset();  // waits for the write (and its copy) in flight
+  if (copies_) copies_->finish(/*timeout_s=*/60);
+  rep_.message("hpctrain train: snapshots: " + std::to_string(taken_) + " taken, " + std::to_string(skipped_) +
+               " skipped (a write or copy still in flight)");
   std::error_code ec;
   fs::remove_all(fs::path(dir_) / snapshot_rank_dir_name(world_.rank()), ec);
   HPC_MPI_CHECK(MPI_Barrier(world_.mpi_comm()));

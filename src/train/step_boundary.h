@@ -32,6 +32,8 @@ struct BoundaryVotes {
   int64_t preempt = 0;       // 1: this rank received SIGUSR1/SIGTERM. Total > 0: checkpoint and stop.
   int64_t ckpt_error = 0;    // 1: this rank's checkpoint write failed. Total > 0: raise on all ranks.
   int64_t ckpt_pending = 0;  // 1: this rank's checkpoint write is still running. Total: ranks still writing.
+  int64_t snapshot_busy = 0;  // 1: this rank's snapshot write or copy is in flight. Total > 0: every rank
+                              // skips the next snapshot (train/snapshot_session.h settle).
 };
 static_assert(std::is_trivially_copyable_v<BoundaryVotes> && sizeof(BoundaryVotes) % sizeof(int64_t) == 0,
               "BoundaryVotes travels as an array of int64: only int64_t fields");

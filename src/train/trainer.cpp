@@ -105,8 +105,10 @@ bool Trainer::State::step_boundary() {
   CheckpointWriter::BoundaryVote w = ckpt->vote();
   mine.ckpt_error = w.error;
   mine.ckpt_pending = w.pending;
+  mine.snapshot_busy = snap ? snap->busy_vote() : 0;
   BoundaryVotes all = agree_at_boundary(*comm, mine);
   ckpt->settle(all.ckpt_error, all.ckpt_pending);
+  if (snap) snap->settle(all.snapshot_busy);
   return all.preempt > 0;
 }
 
@@ -237,6 +239,7 @@ nlohmann::json Trainer::run() {
                    " on rank 0); checkpointing at step " + std::to_string(s.step));
     s.save_checkpoint(epoch, /*sync=*/true);
     s.ckpt->report(s.step);
+    if (s.snap) s.snap->finish();  // the disk holds this step now; no copy left in flight at MPI_Finalize
     // Requeueing is the launcher's job: the caller exits kPreemptedExitCode (75) and
     // slurm/train.sbatch requeues on it.
     return {{"preempted", true}, {"steps", s.step}, {"world_size", s.world.size()}};

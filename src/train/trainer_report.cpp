@@ -104,6 +104,10 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.wall_s = wall_s;
   s.straggler = straggler->summary();
   s.restarts = restart.is_object() ? restart.value("restart", 0) : 0;
+  if (snap) {
+    s.snapshots_taken = snap->taken();
+    s.snapshots_skipped = snap->skipped();
+  }
   s.checkpointed_units = checkpointed_units;
   const RecomputeTotals recomputed = recompute_totals();
   s.recomputed_units = recomputed.units;

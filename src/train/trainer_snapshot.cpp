@@ -8,12 +8,14 @@ namespace hpctrain {
 namespace {
 
 // The bytes of one rank's snapshot: the model's parameters and buffers, and about as much again
-// per optimizer slot (AdamW: exp_avg and exp_avg_sq; SGD with momentum: its buffer).
-int64_t snapshot_state_bytes(Model& model, const TrainConfig& cfg) {
+// per optimizer slot (AdamW: exp_avg and exp_avg_sq; SGD with momentum: its buffer); with its
+// own shard only (ZeRO-1/2), this rank's optimizer state instead.
+int64_t snapshot_state_bytes(Model& model, const TrainConfig& cfg, const TrainOptimizer& opt) {
   int64_t params = 0, buffers = 0;
   for (const auto& [name, t] : model.named_parameters()) params += static_cast<int64_t>(t.nbytes());
   for (const auto& [name, t] : model.named_buffers())
     if (t.defined()) buffers += static_cast<int64_t>(t.nbytes());
+  if (opt.shards_capture_locally()) return params + buffers + opt.state_bytes();
   const int64_t slots = cfg.optimizer == "adamw" ? 2 : cfg.momentum > 0 ? 1 : 0;
   return params * (1 + slots) + buffers;
 }
@@ -21,7 +23,8 @@ int64_t snapshot_state_bytes(Model& model, const TrainConfig& cfg) {
 }  // namespace
 
 void Trainer::State::open_snapshots() {
-  snap = std::make_unique<SnapshotSession>(cfg, world, *rep, snapshot_state_bytes(*model, cfg));
+  snap = std::make_unique<SnapshotSession>(cfg, world, *rep, snapshot_state_bytes(*model, cfg, *opt),
+                                           opt->shards_capture_locally());
   if (!snap->on()) snap.reset();
 }
 
@@ -40,7 +43,7 @@ std::optional<TrainProgress> Trainer::State::resume_from_snapshot() {
 // same values); one small collective after the step's collectives.
 void Trainer::State::snapshot(int64_t epoch) {
   if (!snap || step >= total_steps || step % cfg.snapshot_every != 0) return;
-  ddp->prepare_forward();
+  if (!snap->skips_next()) ddp->prepare_forward();  // every rank skips alike: no broadcast for a skipped one
   snap->save(progress(epoch), *model, *opt);
 }
 

@@ -45,6 +45,7 @@ CASES = [
     ("flag_zero_lr", train("--lr", "0"), ["--lr = 0", "out of range"], {}, 2),
     ("flag_negative_epochs", train("--epochs", "-3"), ["--epochs = -3", "out of range"], {}, 2),
     ("flag_negative_snapshot_every", train("--snapshot-every", "-1"), ["--snapshot-every = -1", "out of range"], {}, 2),
+    ("flag_snapshot_nice_above_19", train("--snapshot-every", "2", "--snapshot-nice", "20"), ["--snapshot-nice = 20", "out of range"], {}, 2),
     ("snapshot_dir_on_disk", train("--snapshot-every", "1", "--snapshot-dir", os.path.dirname(PLUGINS)), ["--snapshot-dir", "is not in memory", "slow disk checkpoint"], {}, 2),
     ("flag_wrong_type", train("--batch-size", "eight"), ["--batch-size", "expects an integer", "eight"], {}, 2),
     ("flag_bad_choice", train("--optimizer", "adam"), ["--optimizer", "adam", "not allowed", "sgd|adamw"], {}, 2),

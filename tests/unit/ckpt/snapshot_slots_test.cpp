@@ -1,12 +1,19 @@
 // SnapshotSlots (ckpt/snapshot_slots.h): the deferred copy holds the values at start() once
-// before_update() returned; at most two slots (the newest whole one and the one being written);
-// a write in flight makes start() skip; what a killed writer left (*.tmp) is removed on open.
+// before_update() returned; at most two slots (the previous whole one stays until the next
+// write begins); a write in flight (its after_commit hook included) makes start() skip; what a
+// killed writer left (*.tmp) is removed on open; commit_snapshot_files keeps the same discipline.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
 #include "ckpt/dir_ops.h"
+#include "ckpt/manifest.h"
 #include "ckpt/snapshot_slots.h"
+#include "runtime/check.h"
 #include "support/ckpt_test_util.h"
 
 using namespace hpctrain;
@@ -27,7 +34,7 @@ TEST(SnapshotSlots, DeferredCopyKeepsTheValuesAtStart) {
   expect_same_tensors(want, read_checkpoint(d.path + "/rank-00000/step-00000004", c10::kCPU));
 }
 
-TEST(SnapshotSlots, KeepsOneWholeSlotAndSkipsWhileBusy) {
+TEST(SnapshotSlots, KeepsThePreviousSlotUntilTheNextWriteAndSkipsWhileBusy) {
   TempDir d;
   const std::string dir = d.path + "/rank-00001";
   SnapshotSlots slots(dir);
@@ -37,10 +44,60 @@ TEST(SnapshotSlots, KeepsOneWholeSlotAndSkipsWhileBusy) {
     slots.before_update();
     slots.wait();
     auto whole = ckpt::complete_checkpoints(dir);
-    ASSERT_EQ(whole.size(), 1u);
-    EXPECT_EQ(whole[0].first, step);
+    ASSERT_EQ(whole.size(), step == 2 ? 1u : 2u);
+    EXPECT_EQ(whole.back().first, step);
+    if (step > 2) EXPECT_EQ(whole.front().first, step - 2);
   }
   EXPECT_EQ(slots.take_error(), "");
+}
+
+TEST(SnapshotSlots, AfterCommitRunsOnTheWriterAndCountsAsBusy) {
+  TempDir d;
+  const std::string dir = d.path + "/rank-00000";
+  std::atomic<bool> release{false};
+  std::vector<std::pair<int64_t, std::string>> seen;
+  SnapshotSlots slots(dir, [&](int64_t step, const std::string& step_dir) {
+    seen.emplace_back(step, step_dir);
+    while (!release) std::this_thread::yield();
+    if (step == 4) throw Error("the copy failed");
+  });
+  ASSERT_TRUE(slots.start(2, sample_state(2)));
+  slots.before_update();
+  while (seen.empty()) std::this_thread::yield();
+  EXPECT_TRUE(slots.busy());
+  EXPECT_FALSE(slots.start(3, sample_state(3)));
+  release = true;
+  slots.wait();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].first, 2);
+  EXPECT_TRUE(fs::exists(seen[0].second + "/manifest.json"));
+  ASSERT_TRUE(slots.start(4, sample_state(4)));
+  slots.wait();
+  EXPECT_NE(slots.take_error().find("the copy failed"), std::string::npos);
+  EXPECT_EQ(ckpt::complete_checkpoints(dir).back().first, 4);  // the snapshot itself committed
+}
+
+TEST(SnapshotSlots, CommitSnapshotFilesKeepsTwoSlots) {
+  TempDir d;
+  const std::string src = d.path + "/rank-00003", copy = d.path + "/copy-of-rank-00003";
+  SnapshotSlots slots(src);
+  for (int step = 2; step <= 6; step += 2) {
+    ASSERT_TRUE(slots.start(step, sample_state(step)));
+    slots.wait();
+    std::vector<std::pair<std::string, std::string>> files;
+    const std::string sd = src + "/" + ckpt::step_dir_name(step);
+    for (const auto& e : fs::directory_iterator(sd)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      files.emplace_back(e.path().filename().string(), std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+    commit_snapshot_files(copy, step, files);
+    auto whole = ckpt::complete_checkpoints(copy);
+    ASSERT_EQ(whole.size(), step == 2 ? 1u : 2u);
+    EXPECT_EQ(whole.back().first, step);
+    expect_same_tensors(sample_state(step), read_checkpoint(whole.back().second, c10::kCPU));
+  }
+  EXPECT_THROW(commit_snapshot_files(copy, 8, {{"../evil", "x"}}), Error);
+  EXPECT_FALSE(fs::exists(copy + "/step-00000008.tmp"));
 }
 
 TEST(SnapshotSlots, OpenRemovesWhatAKilledWriterLeft) {
