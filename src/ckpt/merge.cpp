@@ -19,7 +19,6 @@
 #include "ckpt/formats/torchscript_archive.h"
 #include "ckpt/verify.h"
 #include "runtime/check.h"
-#include "runtime/heap.h"
 
 namespace hpctrain::ckpt {
 namespace {
@@ -50,7 +49,6 @@ void compute_checksums(const std::string& dir, MergePlan& plan, MergeSource& src
     if (!item.xxh3.empty()) continue;
     auto it = item.from == MergeItem::From::kReread ? visit.find(item.source) : visit.end();
     item.xxh3 = it != visit.end() ? plan.items[it->second].xxh3 : checksum(src.read(item));
-    trim_heap();
   }
 }
 
@@ -64,7 +62,6 @@ void stream_tensors(const std::string& dir, const MergePlan& plan, MergeSource& 
   auto read_up_to_visit = [&] {
     while (next < items.size() && (verified || items[next].from != MergeItem::From::kVisit)) {
       w.add(src.read(items[next++]));
-      trim_heap();
     }
   };
   if (!verified)

@@ -11,6 +11,7 @@
 #include "ckpt/zero_state.h"
 #include "io/h5_tensor.h"
 #include "runtime/check.h"
+#include "runtime/host_tensor.h"
 #include "runtime/tensor_text.h"
 
 namespace hpctrain::ckpt {
@@ -152,7 +153,11 @@ MergeSource::MergeSource(std::string step_dir, const Manifest& m, const MergePla
     : dir_(std::move(step_dir)), m_(m), plan_(plan) {}
 
 at::Tensor MergeSource::cast(at::Tensor t) const {
-  if (plan_.cast && at::isFloatingType(t.scalar_type())) t = t.to(plan_.cast_to);
+  if (plan_.cast && at::isFloatingType(t.scalar_type())) {
+    at::Tensor c = empty_unpooled(t.sizes(), plan_.cast_to);  // freed pages go back at once
+    c.copy_(t);
+    return c;
+  }
   return t.contiguous();
 }
 
@@ -184,7 +189,11 @@ at::Tensor MergeSource::zero_slot(const MergeItem& item) {
     parts.push_back(h5::read_tensor_range(shard_file(e.shard), e.name, z.shard_offset(item.bucket) + lo, hi - lo));
   }
   if (parts.empty()) return at::empty(item.out.shape, at::TensorOptions(item.out.dtype));
-  at::Tensor t = parts.size() == 1 ? parts[0] : at::cat(parts);
+  at::Tensor t = parts[0];
+  if (parts.size() > 1) {
+    t = empty_unpooled({p.numel}, parts[0].scalar_type());
+    at::cat_out(t, parts);
+  }
   return cast(t.view(item.out.shape));
 }
 

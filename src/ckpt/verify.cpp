@@ -13,7 +13,6 @@
 #include "ckpt/h5_image.h"
 #include "io/h5_tensor.h"
 #include "runtime/check.h"
-#include "runtime/heap.h"
 #include "runtime/tensor_text.h"
 
 namespace fs = std::filesystem;
@@ -78,8 +77,6 @@ Manifest verify_impl(const std::string& step_dir, const std::function<void(const
       if (sum != e.xxh3)
         throw Error(path + ": tensor " + e.name + ": checksum mismatch (data " + sum + ", manifest " + e.xxh3 + ")");
       if (visit) visit(e, std::move(t));
-      t = at::Tensor();
-      trim_heap();  // one tensor at a time: its pages go back before the next is read
     }
     for (const auto& name : h5::list_datasets(file.get()))
       if (!expected.count(name))

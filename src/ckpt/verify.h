@@ -14,9 +14,7 @@ namespace hpctrain::ckpt {
 // manifest tensor, no unexpected dataset), each shard file's size and whole-file checksum
 // (before HDF5 parses a byte of it; a mismatch names the file, and the tensor whose bytes
 // differ where the manifest knows where its data lies), then each tensor's dtype, shape and
-// checksum. Each tensor read is handed to `visit` (may be null) with its manifest entry; once
-// `visit` returns it is dropped and its memory handed back (runtime/heap.h), so a checkpoint is
-// read with about its largest tensor in memory.
+// checksum. Each tensor read is handed to `visit` (may be null) with its manifest entry.
 // Throws hpctrain::Error naming the file (and the tensor) on the first failure; the message
 // carries no raw bytes from a damaged file.
 Manifest verify_checkpoint(const std::string& step_dir,

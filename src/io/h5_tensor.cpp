@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "runtime/check.h"
+#include "runtime/host_tensor.h"
 
 namespace hpctrain::h5 {
 namespace {
@@ -162,7 +163,7 @@ at::Tensor read_tensor(hid_t file, const std::string& name) {
   if (rank < 0) fail("dataset " + printable(name) + ": unreadable shape");
   std::vector<hsize_t> dims(rank);
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  at::Tensor t = at::empty(std::vector<int64_t>(dims.begin(), dims.end()), at::TensorOptions(st));
+  at::Tensor t = empty_unpooled(std::vector<int64_t>(dims.begin(), dims.end()), st);
   Handle type = h5_type(st);
   if (t.numel() > 0 && H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
     fail("cannot read dataset " + printable(name));
@@ -185,7 +186,7 @@ at::Tensor read_tensor_range(hid_t file, const std::string& name, int64_t begin,
   if (begin < 0 || count < 0 || static_cast<hsize_t>(begin + count) > n)
     fail("dataset " + printable(name) + ": elements [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
          ") are outside its " + std::to_string(n));
-  at::Tensor t = at::empty({count}, at::TensorOptions(st));
+  at::Tensor t = empty_unpooled({count}, st);
   if (count == 0) return t;
   hsize_t start = static_cast<hsize_t>(begin), len = static_cast<hsize_t>(count);
   Handle mem(H5Screate_simple(1, &len, nullptr));

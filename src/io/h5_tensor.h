@@ -36,7 +36,9 @@ int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t,
 // write_data false): the same bytes as that call, for a caller that has no tensor yet.
 int64_t create_dataset(hid_t file, const std::string& name, at::ScalarType dtype, at::IntArrayRef shape);
 
-// Reads dataset `name` as a CPU tensor of its stored torch dtype and shape.
+// Reads dataset `name` as a CPU tensor of its stored torch dtype and shape, in memory from
+// empty_unpooled (runtime/host_tensor.h: returned to the system as soon as the tensor is freed,
+// so reading tensors one at a time holds one).
 at::Tensor read_tensor(hid_t file, const std::string& name);
 // Elements [begin, begin + count) of the one-dimensional dataset `name` (a partial read: only
 // those bytes are read); throws hpctrain::Error for another rank or a range outside it.
