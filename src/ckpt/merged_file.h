@@ -4,8 +4,8 @@
 //
 // Contract:
 // - Each format streams tensors with `meta` (the manifest less its tensor and shard tables) into
-//   one file, one tensor at a time (ckpt/merged_writer.h), and reads any such file back as a CheckpointState whose meta looks like a step
-//   directory's (meta_from_merged).
+//   one file, one tensor at a time (ckpt/merged_writer.h), and reads any such file back as a
+//   CheckpointState whose meta looks like a step directory's (meta_from_merged).
 // - The format of a path is told by its extension alone: .h5/.hdf5, .pt/.pth, .safetensors.
 #pragma once
 
