@@ -42,6 +42,18 @@ void rename_durable(const std::string& from, const std::string& to) {
   fsync_path(parent_of(to));
 }
 
+void pwrite_all(int fd, const void* data, size_t n, uint64_t off, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) throw Error("write " + path + " failed: " + std::strerror(errno));
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+}
+
 void write_file(const std::string& tmp, const std::string& content, bool sync) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error("cannot create " + tmp + ": " + std::strerror(errno));

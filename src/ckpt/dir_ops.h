@@ -4,6 +4,7 @@
 // directory with missing bytes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,6 +17,9 @@ void fsync_path(const std::string& path);  // a file or a directory; throws nami
 // Writes `content` to `path` (created or truncated); with `sync` also fsyncs the file (not its
 // directory).
 void write_file(const std::string& path, const std::string& content, bool sync);
+// pwrite of all `n` bytes at `off` of the open `fd` (short writes and EINTR continue); throws
+// "write PATH failed: ..." naming `path`.
+void pwrite_all(int fd, const void* data, size_t n, uint64_t off, const std::string& path);
 // rename(from, to) + fsync of the parent directory.
 void rename_durable(const std::string& from, const std::string& to);
 // rename(from, to) alone (the caller fsyncs the directory); throws naming both.

@@ -1,16 +1,18 @@
-// ckpt merge: verify_checkpoint hands over each tensor (cast with --dtype), --full unshards a
-// ZeRO-1 optimizer state, and the chosen format writes out.tmp, which is renamed durably.
-// ckpt inspect reads the manifest only.
+// ckpt merge: planned from the manifest (ckpt/merge_plan.h), then streamed one tensor at a time
+// into the chosen format's writer (ckpt/merged_writer.h) as verify_checkpoint hands each over;
+// out.tmp is renamed durably. ckpt inspect reads the manifest only.
 #include "ckpt/merge.h"
-#include "ckpt/zero_state.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <unordered_map>
 
 #include "ckpt/checksum.h"
+#include "ckpt/merge_plan.h"
 #include "ckpt/dir_ops.h"
 #include "ckpt/merged_file.h"
 #include "ckpt/resolve.h"
@@ -22,34 +24,57 @@ namespace hpctrain::ckpt {
 namespace {
 
 // What a merged file stores as its metadata: the manifest less its tensor and shard tables,
-// plus the checksum of every tensor as written.
-nlohmann::json merged_meta(const Manifest& m, const NamedTensors& tensors, const std::string& prefix) {
-  nlohmann::json meta = m.to_json();
-  meta.erase("tensors");
-  meta.erase("shards");
+// plus the checksum of every tensor as written (names with "model/" in every format).
+nlohmann::json merged_meta(const MergePlan& plan, const std::string& prefix) {
+  nlohmann::json meta = plan.meta;
   nlohmann::json sums = nlohmann::json::object();
-  for (const auto& [name, t] : tensors) sums[prefix + name] = checksum(t);
+  for (const auto& item : plan.items) sums[prefix + item.out.name] = item.xxh3;
   meta["tensor_xxh3"] = sums;
   return meta;
 }
 
-// A merged file holds every name of the model's state, as PyTorch's state_dict() does: a tied
-// tensor (stored once, its other names in meta "tied": {alias: name}) once more under each alias,
-// right after the model tensors, so that load_state_dict(strict=True) finds every key.
-void add_tied_names(NamedTensors& tensors, const nlohmann::json& meta, const std::string& prefix) {
-  if (!meta.contains("tied") || !meta["tied"].is_object()) return;
-  size_t end = 0;
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (prefix.empty() || tensors[i].first.rfind(prefix, 0) == 0) end = i + 1;
-  NamedTensors extra;
-  for (const auto& [alias, name] : meta["tied"].items()) {
-    auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& nt) { return nt.first == prefix + name.get<std::string>(); });
-    if (it == tensors.end())
-      throw Error("checkpoint metadata names " + alias + " a tied name of " + name.get<std::string>() +
-                  ", which the checkpoint does not hold");
-    extra.emplace_back(prefix + alias, it->second.clone());
+// The checksums the manifest cannot tell (cast or unsharded tensors), computed by streaming
+// each such tensor once, while verify_checkpoint checks every shard; the tensors verify does
+// not hand over (unsharded state, tied aliases) are read afterwards.
+void compute_checksums(const std::string& dir, MergePlan& plan, MergeSource& src) {
+  std::unordered_map<std::string, size_t> visit;
+  for (size_t i = 0; i < plan.items.size(); ++i)
+    if (plan.items[i].from == MergeItem::From::kVisit) visit[plan.items[i].source] = i;
+  verify_checkpoint(dir, [&](const TensorEntry& e, at::Tensor t) {
+    auto it = visit.find(e.name);
+    if (it != visit.end() && plan.items[it->second].xxh3.empty())
+      plan.items[it->second].xxh3 = checksum(src.cast(std::move(t)));
+  });
+  for (auto& item : plan.items) {
+    if (!item.xxh3.empty()) continue;
+    auto it = item.from == MergeItem::From::kReread ? visit.find(item.source) : visit.end();
+    item.xxh3 = it != visit.end() ? plan.items[it->second].xxh3 : checksum(src.read(item));
   }
-  tensors.insert(tensors.begin() + static_cast<std::ptrdiff_t>(end), extra.begin(), extra.end());
+}
+
+// Every planned tensor into `w`, one at a time. `verified`: the shards were checked already
+// (compute_checksums), so each tensor is read from its shard; otherwise verify_checkpoint
+// hands them over and the few it does not (tied aliases, unsharded state) are read in between.
+void stream_tensors(const std::string& dir, const MergePlan& plan, MergeSource& src, bool verified,
+                    MergedFileWriter& w) {
+  const auto& items = plan.items;
+  size_t next = 0;
+  auto read_up_to_visit = [&] {
+    while (next < items.size() && (verified || items[next].from != MergeItem::From::kVisit)) {
+      w.add(src.read(items[next++]));
+    }
+  };
+  if (!verified)
+    verify_checkpoint(dir, [&](const TensorEntry& e, at::Tensor t) {
+      read_up_to_visit();
+      if (next < items.size() && items[next].from == MergeItem::From::kVisit && items[next].source == e.name) {
+        w.add(src.cast(std::move(t)));
+        ++next;
+      }
+    });
+  read_up_to_visit();
+  if (next != items.size())
+    throw Error("checkpoint " + dir + ": tensor " + items[next].source + " was not read (the manifest changed?)");
 }
 
 }  // namespace
@@ -84,38 +109,26 @@ MergeReport merge_checkpoint(const std::string& path, const std::string& out, co
   if (!parent.empty() && !std::filesystem::is_directory(parent))
     throw Error("the directory of --out " + out + " does not exist");
   bool prefixed = rep.format == "h5";
-  at::ScalarType cast = opts.dtype == "fp16" ? at::kHalf : at::kBFloat16;
-  NamedTensors tensors;
   std::string dir = resolve_checkpoint_path(path);
-  Manifest m = verify_checkpoint(dir, [&](const TensorEntry& e, at::Tensor t) {
-    bool model = e.name.rfind("model/", 0) == 0;
-    if (!model && !opts.full) return;
-    if (!opts.dtype.empty()) {
-      if (at::isFloatingType(t.scalar_type()))
-        t = t.to(cast);
-      else
-        rep.kept.push_back(e.name + " (" + e.dtype + ")");
-    }
-    tensors.emplace_back(prefixed ? e.name : e.name.substr(6), t.contiguous());
-  });
-  if (opts.full && m.meta.contains("zero")) {
-    // A ZeRO-1 checkpoint: the whole optimizer state, per parameter, as a DDP run saves it.
-    CheckpointState st;
-    st.tensors = std::move(tensors);
-    st.meta = m.meta;
-    unshard_optimizer_state(st, dir);
-    tensors = std::move(st.tensors);
-    m.meta = std::move(st.meta);
-  }
-  add_tied_names(tensors, m.meta, prefixed ? "model/" : "");
-  rep.tensors = tensors.size();
-  nlohmann::json meta = merged_meta(m, tensors, prefixed ? "" : "model/");
+  Manifest m = read_manifest(dir);
+  MergePlan plan = plan_merge(m, opts, prefixed, dir);
+  MergeSource src(dir, m, plan);
+  bool verified = std::any_of(plan.items.begin(), plan.items.end(), [](const MergeItem& i) { return i.xxh3.empty(); });
+  if (verified) compute_checksums(dir, plan, src);
+  rep.kept = plan.kept;
+  rep.tensors = plan.items.size();
+  nlohmann::json meta = merged_meta(plan, prefixed ? "" : "model/");
+  std::vector<TensorSpec> specs;
+  for (const auto& item : plan.items) specs.push_back(item.out);
+  const MergedFileFormat* f = merged_file_format(rep.format);
+  MergedWriterOpen open = f ? f->open : open_torchscript;
   std::string tmp = out + ".tmp";
   try {
-    if (const MergedFileFormat* f = merged_file_format(rep.format))
-      f->write(tmp, meta, tensors);
-    else
-      write_torchscript(tmp, meta, tensors);
+    {
+      std::unique_ptr<MergedFileWriter> w = open(tmp, meta, std::move(specs));
+      stream_tensors(dir, plan, src, verified, *w);
+      w->close();
+    }
     rename_durable(tmp, out);
   } catch (...) {
     std::error_code ec;

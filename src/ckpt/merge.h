@@ -35,6 +35,11 @@ std::string merge_format(const std::string& out, const std::string& format);
 // Every format carries the metadata `hpctrain eval` rebuilds the model from, and the xxh3 of
 // each tensor written (read_checkpoint checks them). Written to out + ".tmp", fsynced and
 // renamed, so `out` is never half written; its directory must exist.
+// Memory: the tensors are streamed, one at a time, from the shards into the file (planned from
+// the manifest; --dtype adds a first pass for the cast tensors' checksums, as does --full of a
+// ZeRO checkpoint for the unsharded state), so the peak is about the largest tensor of the
+// checkpoint (with --dtype, plus its cast), whatever the model's size; torchscript alone holds
+// every model tensor until the archive is written.
 MergeReport merge_checkpoint(const std::string& path, const std::string& out, const MergeOptions& opts);
 
 // Human-readable summary: step, epoch, world size, versions, config summary and a table of

@@ -17,9 +17,9 @@ namespace hpctrain::ckpt {
 
 const std::vector<MergedFileFormat>& merged_file_formats() {
   static const std::vector<MergedFileFormat> formats = {
-      {"h5", {".h5", ".hdf5"}, write_merged_h5, read_merged_h5},
-      {"pt", {".pt", ".pth"}, write_state_dict_pt, read_pt_file},
-      {"safetensors", {".safetensors"}, write_safetensors, read_safetensors},
+      {"h5", {".h5", ".hdf5"}, open_merged_h5, read_merged_h5},
+      {"pt", {".pt", ".pth"}, open_state_dict_pt, read_pt_file},
+      {"safetensors", {".safetensors"}, open_safetensors, read_safetensors},
   };
   return formats;
 }

@@ -3,9 +3,9 @@
 // know nothing of each other (internal to src/ckpt).
 //
 // Contract:
-// - Each format writes `tensors` with `meta` (the manifest less its tensor and shard tables) to
-//   one file, and reads any such file back as a CheckpointState whose meta looks like a step
-//   directory's (meta_from_merged).
+// - Each format streams tensors with `meta` (the manifest less its tensor and shard tables) into
+//   one file, one tensor at a time (ckpt/merged_writer.h), and reads any such file back as a
+//   CheckpointState whose meta looks like a step directory's (meta_from_merged).
 // - The format of a path is told by its extension alone: .h5/.hdf5, .pt/.pth, .safetensors.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/merged_writer.h"
 #include "runtime/named_tensors.h"
 
 namespace hpctrain::ckpt {
@@ -22,7 +23,7 @@ namespace hpctrain::ckpt {
 struct MergedFileFormat {
   std::string name;                     // "h5" | "pt" | "safetensors"
   std::vector<std::string> extensions;  // ".h5", ".hdf5" ...
-  void (*write)(const std::string& path, const nlohmann::json& meta, const NamedTensors& tensors);
+  MergedWriterOpen open;                // a streaming writer (ckpt/merged_writer.h)
   CheckpointState (*read)(const std::string& path);
 };
 

@@ -59,7 +59,8 @@ void add(CLI::App& root, Action& chosen) {
       [&chosen, path] { chosen = [path](World& w) { return on_rank0(w, "verify", [&] { verify(*path); }); }; });
 
   auto* mrg =
-      c->add_subcommand("merge", "one file from a sharded checkpoint: .h5, .pt (PyTorch state dict), .safetensors");
+      c->add_subcommand("merge", "one file from a sharded checkpoint: .h5, .pt (PyTorch state dict), .safetensors; "
+                                 "streamed one tensor at a time (memory: about the largest tensor)");
   auto out = std::make_shared<std::string>();
   auto opts = std::make_shared<ckpt::MergeOptions>();
   mrg->add_option("PATH", *path, "step directory, checkpoint root or ROOT/latest")->required()->type_name("PATH");
@@ -73,7 +74,7 @@ void add(CLI::App& root, Action& chosen) {
       ->type_name("{fp16,bf16}");
   mrg->add_option("--format", opts->format,
                   "overrides an unknown extension; must agree with a known one "
-                  "(torchscript: the LibTorch module archive for torch::load in C++; hf: --out is a directory "
+                  "(torchscript: the LibTorch module archive for torch::load in C++, held whole in memory while written; hf: --out is a directory "
                   "for transformers' GPT2LMHeadModel.from_pretrained, --model gpt checkpoints only)")
       ->check(CLI::IsMember({"h5", "pt", "safetensors", "torchscript", "hf"}))
       ->type_name("{h5,pt,safetensors,torchscript,hf}");

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "runtime/check.h"
+#include "runtime/host_tensor.h"
 
 namespace hpctrain::h5 {
 namespace {
@@ -95,20 +96,24 @@ at::ScalarType dtype_from_name(const std::string& n) {
   fail("checkpoint: unknown dtype '" + printable(n) + "'");
 }
 
-int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress, bool write_data) {
-  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "create_dataset needs a contiguous CPU tensor");
+namespace {
+
+// create_dataset of a tensor's dtype and shape; with write_data, `data` holds its bytes.
+int64_t create_impl(hid_t file, const std::string& name, at::ScalarType dtype, at::IntArrayRef shape, bool compress,
+                    bool write_data, const void* data) {
   auto g = lock();
   silence_errors();
-  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
-  Handle space(t.dim() == 0 ? H5Screate(H5S_SCALAR)
-                            : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space(shape.empty() ? H5Screate(H5S_SCALAR)
+                             : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_obj_track_times(dcpl.get(), 0);
-  bool empty = t.numel() == 0;
-  if (write_data && compress && t.dim() > 0 && !empty) {
+  const int64_t numel = c10::multiply_integers(shape);
+  bool empty = numel == 0;
+  if (write_data && compress && !shape.empty() && !empty) {
     // Chunks of whole trailing rows, about 1 MiB, so deflate works on sizeable blocks.
     std::vector<hsize_t> chunk = dims;
-    int64_t row = t.numel() / t.size(0) * t.element_size();
+    int64_t row = numel / shape[0] * static_cast<int64_t>(c10::elementSize(dtype));
     chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1 << 20) / std::max<int64_t>(row, 1)));
     H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
     H5Pset_deflate(dcpl.get(), 4);
@@ -118,19 +123,30 @@ int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t,
     H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
   }
   create_parent_groups(file, name);
-  Handle type = h5_type(t.scalar_type());
+  Handle type = h5_type(dtype);
   Handle ds(H5Dcreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) fail("cannot create dataset " + printable(name));
-  h5::write_attr_string(ds.get(), "dtype", stored_dtype_name(t.scalar_type()));
+  h5::write_attr_string(ds.get(), "dtype", stored_dtype_name(dtype));
   if (empty) return -1;
   if (write_data) {
-    if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
+    if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
       fail("cannot write dataset " + printable(name));
     return -1;
   }
   haddr_t off = H5Dget_offset(ds.get());
   if (off == HADDR_UNDEF) fail("dataset " + printable(name) + " has no contiguous storage");
   return static_cast<int64_t>(off);
+}
+
+}  // namespace
+
+int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress, bool write_data) {
+  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "create_dataset needs a contiguous CPU tensor");
+  return create_impl(file, name, t.scalar_type(), t.sizes(), compress, write_data, t.numel() ? t.data_ptr() : nullptr);
+}
+
+int64_t create_dataset(hid_t file, const std::string& name, at::ScalarType dtype, at::IntArrayRef shape) {
+  return create_impl(file, name, dtype, shape, false, false, nullptr);
 }
 
 at::Tensor read_tensor(hid_t file, const std::string& name) {
@@ -147,9 +163,36 @@ at::Tensor read_tensor(hid_t file, const std::string& name) {
   if (rank < 0) fail("dataset " + printable(name) + ": unreadable shape");
   std::vector<hsize_t> dims(rank);
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  at::Tensor t = at::empty(std::vector<int64_t>(dims.begin(), dims.end()), at::TensorOptions(st));
+  at::Tensor t = empty_unpooled(std::vector<int64_t>(dims.begin(), dims.end()), st);
   Handle type = h5_type(st);
   if (t.numel() > 0 && H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data_ptr()) < 0)
+    fail("cannot read dataset " + printable(name));
+  return t;
+}
+
+at::Tensor read_tensor_range(hid_t file, const std::string& name, int64_t begin, int64_t count) {
+  auto g = lock();
+  silence_errors();
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) fail("dataset " + printable(name) + " is missing");
+  Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
+  if (!ds.valid()) fail("cannot open dataset " + printable(name));
+  std::string dt;
+  if (!h5::read_attr_string(ds.get(), "dtype", &dt)) fail("dataset " + printable(name) + " has no dtype attribute");
+  at::ScalarType st = dtype_from_name(dt);
+  Handle space(H5Dget_space(ds.get()));
+  hsize_t n = 0;
+  if (H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &n, nullptr) != 1)
+    fail("dataset " + printable(name) + " is not one-dimensional");
+  if (begin < 0 || count < 0 || static_cast<hsize_t>(begin + count) > n)
+    fail("dataset " + printable(name) + ": elements [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
+         ") are outside its " + std::to_string(n));
+  at::Tensor t = empty_unpooled({count}, st);
+  if (count == 0) return t;
+  hsize_t start = static_cast<hsize_t>(begin), len = static_cast<hsize_t>(count);
+  Handle mem(H5Screate_simple(1, &len, nullptr));
+  Handle type = h5_type(st);
+  if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &len, nullptr) < 0 ||
+      H5Dread(ds.get(), type.get(), mem.get(), space.get(), H5P_DEFAULT, t.data_ptr()) < 0)
     fail("cannot read dataset " + printable(name));
   return t;
 }

@@ -32,8 +32,17 @@ at::ScalarType dtype_from_name(const std::string& name);
 // (returns -1 either way).
 int64_t create_dataset(hid_t file, const std::string& name, const at::Tensor& t, bool compress, bool write_data);
 
-// Reads dataset `name` as a CPU tensor of its stored torch dtype and shape.
+// The same for a dtype and shape alone, storage allocated and left unwritten (as with
+// write_data false): the same bytes as that call, for a caller that has no tensor yet.
+int64_t create_dataset(hid_t file, const std::string& name, at::ScalarType dtype, at::IntArrayRef shape);
+
+// Reads dataset `name` as a CPU tensor of its stored torch dtype and shape, in memory from
+// empty_unpooled (runtime/host_tensor.h: returned to the system as soon as the tensor is freed,
+// so reading tensors one at a time holds one).
 at::Tensor read_tensor(hid_t file, const std::string& name);
+// Elements [begin, begin + count) of the one-dimensional dataset `name` (a partial read: only
+// those bytes are read); throws hpctrain::Error for another rank or a range outside it.
+at::Tensor read_tensor_range(hid_t file, const std::string& name, int64_t begin, int64_t count);
 
 // Every dataset path in the file (e.g. "model/fc.weight"), in HDF5 visiting order.
 std::vector<std::string> list_datasets(hid_t file);

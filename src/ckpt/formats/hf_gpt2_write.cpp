@@ -37,18 +37,6 @@ const char* config_dtype(at::ScalarType t) {
   return t == at::kHalf ? "float16" : t == at::kBFloat16 ? "bfloat16" : t == at::kDouble ? "float64" : "float32";
 }
 
-void pwrite_all(int fd, const void* data, size_t n, uint64_t off, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) throw Error("write " + path + " failed: " + std::strerror(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-}
-
 struct Planned {
   std::vector<int64_t> shape;  // GPT-2's layout
   at::ScalarType dtype;

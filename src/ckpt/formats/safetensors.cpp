@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
+#include "ckpt/dir_ops.h"
 #include "ckpt/merged_file.h"
 #include "runtime/check.h"
 #include "runtime/tensor_text.h"
@@ -29,47 +31,59 @@ const char* st_dtype(at::ScalarType t) {
   throw Error(std::string("safetensors: unsupported dtype ") + c10::toString(t));
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) throw Error("write " + path + " failed: " + std::strerror(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
+}  // namespace
+
+namespace {
+
+// The header from the specs, then each tensor's bytes as it comes, back to back.
+class SafetensorsWriter : public MergedFileWriter {
+ public:
+  SafetensorsWriter(const std::string& path, const nlohmann::json& meta, std::vector<TensorSpec> specs)
+      : MergedFileWriter(std::move(specs)), path_(path) {
+    nlohmann::ordered_json header;
+    uint64_t off = 0;
+    for (const auto& s : this->specs()) {
+      header[s.name] = {{"dtype", st_dtype(s.dtype)}, {"shape", s.shape}, {"data_offsets", {off, off + s.nbytes()}}};
+      off += s.nbytes();
+    }
+    header["__metadata__"] = {{"format", "pt"}, {"hpctrain_meta", meta.dump()}};
+    std::string h = header.dump();
+    h.append((8 - h.size() % 8) % 8, ' ');
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((h.size() >> (8 * i)) & 0xff);
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
+    put(len, 8);
+    put(h.data(), h.size());
   }
-}
+  ~SafetensorsWriter() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ protected:
+  void write(size_t, const at::Tensor& t) override {
+    if (t.nbytes()) put(t.data_ptr(), t.nbytes());
+  }
+  void finish() override {
+    if (::fsync(fd_) != 0) throw Error("fsync " + path_ + " failed: " + std::strerror(errno));
+    ::close(std::exchange(fd_, -1));
+  }
+
+ private:
+  void put(const void* data, size_t n) {
+    pwrite_all(fd_, data, n, off_, path_);
+    off_ += n;
+  }
+  std::string path_;
+  int fd_ = -1;
+  uint64_t off_ = 0;
+};
 
 }  // namespace
 
-void write_safetensors(const std::string& path, const nlohmann::json& meta, const NamedTensors& model) {
-  nlohmann::ordered_json header;
-  uint64_t off = 0;
-  for (const auto& [name, t] : model) {
-    TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "safetensors tensors must be contiguous on CPU");
-    header[name] = {
-        {"dtype", st_dtype(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {off, off + t.nbytes()}}};
-    off += t.nbytes();
-  }
-  header["__metadata__"] = {{"format", "pt"}, {"hpctrain_meta", meta.dump()}};
-  std::string h = header.dump();
-  h.append((8 - h.size() % 8) % 8, ' ');
-  unsigned char len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((h.size() >> (8 * i)) & 0xff);
-
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
-  try {
-    write_all(fd, len, 8, path);
-    write_all(fd, h.data(), h.size(), path);
-    for (const auto& [name, t] : model)
-      if (t.nbytes()) write_all(fd, t.data_ptr(), t.nbytes(), path);
-    if (::fsync(fd) != 0) throw Error("fsync " + path + " failed: " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+std::unique_ptr<MergedFileWriter> open_safetensors(const std::string& path, const nlohmann::json& meta,
+                                                   std::vector<TensorSpec> specs) {
+  return std::make_unique<SafetensorsWriter>(path, meta, std::move(specs));
 }
 
 CheckpointState read_safetensors(const std::string& path) {

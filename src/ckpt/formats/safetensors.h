@@ -8,16 +8,20 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/merged_writer.h"
 #include "ckpt/store.h"
 
 namespace hpctrain::ckpt {
 
-// Writes `model` (plain dotted names, contiguous CPU tensors) with `meta` and fsyncs the file
-// (not atomic: the caller writes a .tmp and renames).
-void write_safetensors(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
+// Streams `specs` (plain dotted names) with `meta` into `path` (ckpt/merged_writer.h): the
+// header, planned from the specs, first; each tensor's bytes as add() hands it over.
+std::unique_ptr<MergedFileWriter> open_safetensors(const std::string& path, const nlohmann::json& meta,
+                                                   std::vector<TensorSpec> specs);
 
 // Reads any safetensors file with those dtypes: tensors as "model/<name>", meta as meta_from_merged
 // presents it (empty if the file has no hpctrain_meta). A malformed file (bad header length,

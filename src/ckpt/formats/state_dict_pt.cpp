@@ -8,8 +8,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <utility>
 
 #include "ckpt/merged_file.h"
 #include "ckpt/formats/pickle_reader.h"
@@ -89,27 +92,34 @@ class Pickle {
   std::string b_;
 };
 
+// The strides of a contiguous tensor of `shape`, as LibTorch gives them (sizes 0 count as 1).
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) st[i - 1] = st[i] * std::max<int64_t>(shape[i], 1);
+  return st;
+}
+
 // torch.save's pickle of OrderedDict(name -> tensor), storage k holding tensor k.
-std::string state_dict_pickle(const NamedTensors& model) {
+std::string state_dict_pickle(const std::vector<TensorSpec>& model) {
   Pickle p;
   p.empty_ordered_dict();
   p.op('(');
   for (size_t k = 0; k < model.size(); ++k) {
-    const at::Tensor& t = model[k].second;
-    p.str(model[k].first);
+    const TensorSpec& t = model[k];
+    p.str(t.name);
     p.global("torch._utils", "_rebuild_tensor_v2");
     p.op('(');
     p.op('(');  // persistent id: ('storage', torch.XStorage, key, location, numel)
     p.str("storage");
-    p.global("torch", storage_type(t.scalar_type()));
+    p.global("torch", storage_type(t.dtype));
     p.str(std::to_string(k));
     p.str("cpu");
-    p.integer(t.numel());
+    p.integer(c10::multiply_integers(t.shape));
     p.op('t');
     p.op('Q');     // BINPERSID
     p.integer(0);  // storage offset
-    p.int_tuple(t.sizes());
-    p.int_tuple(t.strides());
+    p.int_tuple(t.shape);
+    p.int_tuple(contiguous_strides(t.shape));
     p.op('\x89');            // requires_grad = False
     p.empty_ordered_dict();  // backward hooks
     p.op('t');
@@ -120,6 +130,70 @@ std::string state_dict_pickle(const NamedTensors& model) {
   return p.bytes();
 }
 
+// data.pkl and the format records first (the pickle needs only names, dtypes and shapes), then
+// one data/<k> record per tensor as it comes, our metadata record last.
+class StateDictWriter : public MergedFileWriter {
+ public:
+  StateDictWriter(const std::string& path, const nlohmann::json& meta, std::vector<TensorSpec> specs)
+      : MergedFileWriter(std::move(specs)), path_(path), meta_(meta.dump()) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
+    guard([&] {
+      zip_ = std::make_unique<caffe2::serialize::PyTorchStreamWriter>(
+          [this](const void* data, size_t n) { return sink(data, n); });
+      std::string pkl = state_dict_pickle(this->specs());
+      zip_->writeRecord("data.pkl", pkl.data(), pkl.size());
+      zip_->writeRecord(".format_version", "1", 1);
+      zip_->writeRecord(".storage_alignment", "64", 2);
+      zip_->writeRecord("byteorder", "little", 6);
+    });
+  }
+  ~StateDictWriter() override {
+    zip_.reset();  // writes its end records into the fd if close() was not reached
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ protected:
+  void write(size_t k, const at::Tensor& t) override {
+    guard([&] { zip_->writeRecord("data/" + std::to_string(k), t.numel() ? t.data_ptr() : nullptr, t.nbytes()); });
+  }
+  void finish() override {
+    guard([&] {
+      zip_->writeRecord(kMetaRecord, meta_.data(), meta_.size());
+      zip_->writeEndOfFile();
+    });
+    if (write_errno_ == 0 && ::fsync(fd_) != 0) write_errno_ = errno;
+    ::close(std::exchange(fd_, -1));
+    if (write_errno_ != 0) throw Error("write " + path_ + " failed: " + std::strerror(write_errno_));
+  }
+
+ private:
+  // The zip writer checks the count returned; a write error is kept and reported in our words.
+  size_t sink(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    size_t done = 0;
+    while (done < n && write_errno_ == 0) {
+      ssize_t w = ::write(fd_, p + done, n - done);
+      if (w < 0 && errno != EINTR) write_errno_ = errno;
+      if (w > 0) done += static_cast<size_t>(w);
+    }
+    return n;
+  }
+  template <typename F>
+  void guard(F&& f) {
+    try {
+      f();
+    } catch (const c10::Error& e) {
+      throw Error("cannot write " + path_ + ": " + torch_error_line(e));
+    }
+    if (write_errno_ != 0) throw Error("write " + path_ + " failed: " + std::strerror(write_errno_));
+  }
+  std::string path_, meta_;
+  int fd_ = -1;
+  int write_errno_ = 0;
+  std::unique_ptr<caffe2::serialize::PyTorchStreamWriter> zip_;
+};
+
 }  // namespace
 
 std::string torch_error_line(const c10::Error& e) {
@@ -128,42 +202,9 @@ std::string torch_error_line(const c10::Error& e) {
   return printable(s.substr(0, s.find(". ")));
 }
 
-void write_state_dict_pt(const std::string& path, const nlohmann::json& meta, const NamedTensors& model) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
-  int write_errno = 0;
-  auto sink = [&](const void* data, size_t n) -> size_t {
-    const char* p = static_cast<const char*>(data);
-    size_t done = 0;
-    while (done < n && write_errno == 0) {
-      ssize_t w = ::write(fd, p + done, n - done);
-      if (w < 0 && errno != EINTR) write_errno = errno;
-      if (w > 0) done += static_cast<size_t>(w);
-    }
-    return n;  // the writer checks the count; the error is reported below, in our words
-  };
-  try {
-    caffe2::serialize::PyTorchStreamWriter w(sink);
-    std::string pkl = state_dict_pickle(model);
-    w.writeRecord("data.pkl", pkl.data(), pkl.size());
-    w.writeRecord(".format_version", "1", 1);
-    w.writeRecord(".storage_alignment", "64", 2);
-    w.writeRecord("byteorder", "little", 6);
-    for (size_t k = 0; k < model.size(); ++k) {
-      const at::Tensor& t = model[k].second;
-      TORCH_CHECK(t.device().is_cpu() && t.is_contiguous(), "state dict tensors must be contiguous on CPU");
-      w.writeRecord("data/" + std::to_string(k), t.numel() ? t.data_ptr() : nullptr, t.nbytes());
-    }
-    std::string m = meta.dump();
-    w.writeRecord(kMetaRecord, m.data(), m.size());
-    w.writeEndOfFile();
-  } catch (const c10::Error& e) {
-    ::close(fd);
-    throw Error("cannot write " + path + ": " + torch_error_line(e));
-  }
-  if (write_errno == 0 && ::fsync(fd) != 0) write_errno = errno;
-  ::close(fd);
-  if (write_errno != 0) throw Error("write " + path + " failed: " + std::strerror(write_errno));
+std::unique_ptr<MergedFileWriter> open_state_dict_pt(const std::string& path, const nlohmann::json& meta,
+                                                     std::vector<TensorSpec> specs) {
+  return std::make_unique<StateDictWriter>(path, meta, std::move(specs));
 }
 
 CheckpointState read_pt_file(const std::string& path) {

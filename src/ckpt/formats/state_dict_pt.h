@@ -14,16 +14,21 @@
 #include <c10/util/Exception.h>
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/merged_writer.h"
 #include "ckpt/store.h"
 
 namespace hpctrain::ckpt {
 
-// Writes `model` (plain dotted names, contiguous CPU tensors) and `meta` to `path` and fsyncs
-// it (not atomic: the caller writes a .tmp and renames).
-void write_state_dict_pt(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
+// Streams `specs` (plain dotted names) and `meta` into `path` (ckpt/merged_writer.h): data.pkl
+// (planned from the specs) first, each tensor's data/<k> record as add() hands it over, the
+// metadata record last; torch.load reads records by name, so the order does not matter to it.
+std::unique_ptr<MergedFileWriter> open_state_dict_pt(const std::string& path, const nlohmann::json& meta,
+                                                     std::vector<TensorSpec> specs);
 
 // Reads a .pt/.pth file: a state dict from write_state_dict_pt or from Python's torch.save (a
 // dict of name -> tensor), or a TorchScript archive from write_torchscript. Tensors are named

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "ckpt/merged_file.h"
 #include "ckpt/formats/state_dict_pt.h"
@@ -57,6 +58,35 @@ void collect(torch::serialize::InputArchive& in, const std::string& prefix, Chec
 }
 
 }  // namespace
+
+namespace {
+
+// LibTorch's OutputArchive takes the whole module before it writes a byte: this writer keeps
+// every tensor it is handed until close().
+class TorchScriptWriter : public MergedFileWriter {
+ public:
+  TorchScriptWriter(const std::string& path, const nlohmann::json& meta, std::vector<TensorSpec> specs)
+      : MergedFileWriter(std::move(specs)), path_(path), meta_(meta) {}
+
+ protected:
+  void write(size_t i, const at::Tensor& t) override { model_.emplace_back(specs()[i].name, t); }
+  void finish() override {
+    write_torchscript(path_, meta_, model_);
+    model_.clear();
+  }
+
+ private:
+  std::string path_;
+  nlohmann::json meta_;
+  NamedTensors model_;
+};
+
+}  // namespace
+
+std::unique_ptr<MergedFileWriter> open_torchscript(const std::string& path, const nlohmann::json& meta,
+                                                   std::vector<TensorSpec> specs) {
+  return std::make_unique<TorchScriptWriter>(path, meta, std::move(specs));
+}
 
 void write_torchscript(const std::string& path, const nlohmann::json& meta, const NamedTensors& model) {
   ArchiveTree root;

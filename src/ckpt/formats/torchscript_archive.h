@@ -12,9 +12,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/merged_writer.h"
 #include "ckpt/store.h"
 
 namespace hpctrain::ckpt {
@@ -22,6 +25,11 @@ namespace hpctrain::ckpt {
 // Writes `model` (plain dotted names, no "model/" prefix) and `meta` to `path` (not atomic:
 // the caller writes a .tmp and renames).
 void write_torchscript(const std::string& path, const nlohmann::json& meta, const NamedTensors& model);
+
+// The streaming form `ckpt merge` uses (ckpt/merged_writer.h), which streams only in name: it
+// holds every tensor until close(), as LibTorch's archive writer needs the whole module.
+std::unique_ptr<MergedFileWriter> open_torchscript(const std::string& path, const nlohmann::json& meta,
+                                                   std::vector<TensorSpec> specs);
 
 // Reads an archive written by write_torchscript: tensors named "model/<dotted name>" (on CPU), meta as
 // meta_from_merged presents it (step, world_size, versions, plus the trainer's meta). A file that is

@@ -38,7 +38,8 @@ NamedTensors write_dir(const std::string& dir, const ckpt::HfGpt2Config& c, bool
   for (const auto& [name, shape] : ckpt::hf_gpt2_tensors(c))
     hf.emplace_back(prefix ? name : name.substr(12), at::randn(shape));
   for (auto& e : extra) hf.push_back(e);
-  ckpt::write_safetensors((fs::path(dir) / "model.safetensors").string(), nlohmann::json::object(), hf);
+  ckpt::write_merged_file(ckpt::open_safetensors, (fs::path(dir) / "model.safetensors").string(),
+                          nlohmann::json::object(), hf);
   return hf;
 }
 
