@@ -128,10 +128,14 @@ void Trainer::State::build_model() {
                               "Model::set_activation_checkpointing, model/model.h)");
     }
     NamedTensors state = model->named_parameters();
-    const bool meta = std::any_of(state.begin(), state.end(), [](const auto& p) { return p.second.is_meta(); });
-    if (meta && !spec.meta_parameters)
-      throw CollectiveError("model " + cfg.model + ": its parameters are on the meta device (no values); build them "
-                            "on the CPU unless ModelSpec::meta_parameters asks otherwise");
+    const auto first_meta = std::find_if(state.begin(), state.end(), [](const auto& p) { return p.second.is_meta(); });
+    const bool meta = first_meta != state.end();
+    const bool all_meta = std::all_of(state.begin(), state.end(), [](const auto& p) { return p.second.is_meta(); });
+    if (meta && (!spec.meta_parameters || !all_meta))
+      throw CollectiveError("model " + cfg.model + ": tensor " + first_meta->first +
+                            " is on meta (no values); the run's device is " + device.str() +
+                            " (build parameters on the CPU; all of them on meta only when ModelSpec::meta_parameters "
+                            "asks for it)");
     if (!meta) model->to(device);
     state = model->named_parameters();
     if (state.empty()) throw CollectiveError("model " + cfg.model + " has no parameters to train");
