@@ -14,6 +14,7 @@
 #include "ddp/fsdp_unit.h"
 #include "runtime/check.h"
 #include "runtime/clock.h"
+#include "runtime/host_tensor.h"
 #include "runtime/trace.h"
 
 namespace hpctrain {
@@ -75,8 +76,12 @@ FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Commu
       u->shard = full.narrow(0, rank * u->block, u->block).clone();
     }
     u->grad = at::zeros({u->block}, f32);
-    // Never written before its storage is released: the pages are not touched.
-    u->flat = at::empty({u->padded}, f32);
+    // Never written before its storage is released: the pages are not touched. Its storage
+    // allocates through unpooled_allocator(), so each gather maps the unit's bytes and each
+    // release unmaps them (glibc's heap kept released units' pages).
+    c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(u->padded) * 4, unpooled_allocator(),
+                         /*resizable=*/true);
+    u->flat = at::empty({0}, f32).set_(storage, 0, {u->padded}, {1});
     for (size_t i = 0; i < u->params.size(); ++i) {
       at::Tensor view = u->flat.narrow(0, u->offsets[i], u->params[i].numel()).view(u->params[i].sizes());
       if (meta) {  // a meta tensor cannot take CPU data: a new parameter (the caller installs it)
@@ -218,7 +223,7 @@ void FsdpEngine::reduce_grads(size_t i, const std::vector<at::Tensor>& grads) {
   Unit& u = *units_.at(i);
   if (u.padded == 0) return;
   at::NoGradGuard no_grad;
-  at::Tensor full = at::zeros({u.padded}, u.shard.options());
+  at::Tensor full = empty_unpooled({u.padded}, at::kFloat).zero_();  // unmapped when freed
   for (size_t k = 0; k < u.params.size() && k < grads.size(); ++k)
     if (grads[k].defined()) full.narrow(0, u.offsets[k], u.params[k].numel()).copy_(grads[k].reshape({-1}));
   if (comm_.size() == 1) {

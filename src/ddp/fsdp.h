@@ -9,7 +9,10 @@
 //   ZeroPartition with one "bucket" per unit, root last, so checkpoints record and reshard it
 //   exactly as ZeRO-1's (ddp/zero_partition.h).
 // - Between steps a rank holds only its shards: every parameter keeps its shape but is a view
-//   of its unit's flat buffer whose storage has 0 bytes (resident_param_bytes()).
+//   of its unit's flat buffer whose storage has 0 bytes (resident_param_bytes()). That storage
+//   allocates through unpooled_allocator() (runtime/host_tensor.h) and each parameter gradient
+//   reduction's full-size buffer is empty_unpooled: a released unit's pages and a reduced
+//   gradient's go back to the system, not into the heap.
 // - Construction is collective: the parameters' values are broadcast from rank 0 (as DDP does),
 //   then each rank keeps its block. A unit whose parameters are on the meta device (a model built
 //   without memory, model/sharded_model.h) is not broadcast: its parameters are replaced by new

@@ -116,13 +116,17 @@ class ZeroOptimizer final : public TrainOptimizer {
     if (!any_off) return;
     const ZeroPartition& z = *src_.partition;
     std::vector<at::Tensor> masks;
+    // Only this rank's block is ever allocated: a whole-bucket mask per bucket (then cut to the
+    // block) left a freed bucket-sized hole per bucket in the heap that the next, equally large
+    // one did not fit (--zero 3, gpt L64 E256 at 4 ranks: +48 MiB resident for 12 MiB of masks).
     for (const ZeroBucket& b : z.buckets) {
-      at::Tensor m = at::zeros({b.padded}, at::TensorOptions().dtype(at::kBool));
-      for (const ZeroSlot& s : b.params)
-        if (decays.at(s.name)) m.narrow(0, s.offset, s.numel).fill_(true);
-      // clone: a view would keep the whole bucket's mask (1 byte per element of the model) alive
-      masks.push_back(
-          m.narrow(0, comm_.rank() * b.block, b.block).clone().to(src_.param_blocks.at(masks.size()).device()));
+      const int64_t first = comm_.rank() * b.block;
+      at::Tensor m = at::zeros({b.block}, at::TensorOptions().dtype(at::kBool));
+      for (const ZeroSlot& s : b.params) {
+        const int64_t lo = std::max(s.offset, first), hi = std::min(s.offset + s.numel, first + b.block);
+        if (hi > lo && decays.at(s.name)) m.narrow(0, lo - first, hi - lo).fill_(true);
+      }
+      masks.push_back(m.to(src_.param_blocks.at(masks.size()).device()));
     }
     opt_->set_decay_masks(std::move(masks));
   }
