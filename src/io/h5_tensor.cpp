@@ -149,15 +149,22 @@ int64_t create_dataset(hid_t file, const std::string& name, at::ScalarType dtype
   return create_impl(file, name, dtype, shape, false, false, nullptr);
 }
 
-at::Tensor read_tensor(hid_t file, const std::string& name) {
-  auto g = lock();
+// Opens dataset `name` of `file` and reads its hpctrain dtype attribute (the caller holds the lock).
+static Handle open_typed(hid_t file, const std::string& name, at::ScalarType* st) {
   silence_errors();
   if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) fail("dataset " + printable(name) + " is missing");
   Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
   if (!ds.valid()) fail("cannot open dataset " + printable(name));
   std::string dt;
   if (!h5::read_attr_string(ds.get(), "dtype", &dt)) fail("dataset " + printable(name) + " has no dtype attribute");
-  at::ScalarType st = dtype_from_name(dt);
+  *st = dtype_from_name(dt);
+  return ds;
+}
+
+at::Tensor read_tensor(hid_t file, const std::string& name) {
+  auto g = lock();
+  at::ScalarType st;
+  Handle ds = open_typed(file, name, &st);
   Handle space(H5Dget_space(ds.get()));
   int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) fail("dataset " + printable(name) + ": unreadable shape");
@@ -172,13 +179,8 @@ at::Tensor read_tensor(hid_t file, const std::string& name) {
 
 at::Tensor read_tensor_range(hid_t file, const std::string& name, int64_t begin, int64_t count) {
   auto g = lock();
-  silence_errors();
-  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) fail("dataset " + printable(name) + " is missing");
-  Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
-  if (!ds.valid()) fail("cannot open dataset " + printable(name));
-  std::string dt;
-  if (!h5::read_attr_string(ds.get(), "dtype", &dt)) fail("dataset " + printable(name) + " has no dtype attribute");
-  at::ScalarType st = dtype_from_name(dt);
+  at::ScalarType st;
+  Handle ds = open_typed(file, name, &st);
   Handle space(H5Dget_space(ds.get()));
   hsize_t n = 0;
   if (H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &n, nullptr) != 1)
