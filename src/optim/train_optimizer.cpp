@@ -178,10 +178,11 @@ class ZeroOptimizer final : public TrainOptimizer {
     if (src_.capture_model) src_.capture_model(st);
     capture_common(st);
   }
-  bool shards_capture_locally() const override { return !src_.capture_model; }
+  bool shards_capture_locally() const override { return true; }
+  // Stage 3: the parameters' own blocks too (the fp32 masters this optimizer steps in place).
   void capture_own_shard(CheckpointState& st) override {
-    if (src_.capture_model) throw Error("capture_own_shard: ZeRO-3's parameters are sharded too; use capture()");
     for (const auto& [slot, mine] : opt_->state()) st.tensors.emplace_back(zero_shard_name(comm_.rank(), slot), mine);
+    if (src_.stage == 3) capture_parameter_blocks(st, *src_.partition, comm_.rank(), src_.param_blocks);
     capture_common(st);
   }
   // What both captures append after the slots: AdamW's step count and the partition record.

@@ -20,12 +20,14 @@
 //   optim/zero/step (AdamW) and meta "zero" (the partition: ddp/zero_partition.h, plus
 //   "stage": 1 or 2, the stage that wrote it; both stages write the same layout). Collective
 //   for the sharded one: rank 0 writes every rank's shard, so the shards are gathered.
-// - capture_own_shard() (ZeRO-1/2 only, shards_capture_locally() true): local, no collective:
+// - capture_own_shard() (ZeRO-1/2/3, shards_capture_locally() true): local, no collective:
 //   the same layout with only this rank's shard, optim/zero/r<rank>.<slot> (aliases of the live
-//   state: the caller copies them before the next step), optim/zero/step and meta "zero". Every
-//   rank's capture_own_shard together hold what capture() holds (train/snapshot_session.h puts
-//   them back together). Throws hpctrain::Error where shards_capture_locally() is false
-//   (replicated: capture() is local anyway; stage 3: the parameters themselves are sharded).
+//   state: the caller copies them before the next step), optim/zero/step and meta "zero". Stage
+//   3 also replaces the captured model/<param> of every sharded parameter by this rank's
+//   parameter blocks (ckpt/zero_state.h capture_parameter_blocks, aliases too). Every rank's
+//   capture_own_shard together hold what capture() holds (train/snapshot_session.h puts them
+//   back together). Throws hpctrain::Error where shards_capture_locally() is false (replicated:
+//   capture() is local anyway).
 // - restore(): loads either layout whatever this run's mode and world size (ckpt/zero_state.h
 //   turns sharded state into per-parameter state; the sharded optimizer re-slices it for its
 //   own partition). A partition record that disagrees with its shards is an error naming it.

@@ -1,4 +1,4 @@
-// SnapshotCopies: under ZeRO-1/2 each rank's snapshot holds only its own optimizer shard, so a
+// SnapshotCopies: under ZeRO each rank's snapshot holds only its own shard, so a
 // lost host would take its ranks' shards with it; every rank therefore also sends each committed
 // snapshot to one rank on the next host in a ring, which keeps it in its own host's snapshot
 // directory. Private to src/train (SnapshotSession owns one).

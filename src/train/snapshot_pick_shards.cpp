@@ -1,11 +1,13 @@
-// SnapshotSession::pick_shards (train/snapshot_session.h): resume from ZeRO-1/2 snapshots, each
-// holding one rank's optimizer shard. Every rank verifies its share of its host's snapshot
+// SnapshotSession::pick_shards (train/snapshot_session.h): resume from ZeRO-1/2/3 snapshots,
+// each holding one rank's optimizer shard (and under --zero 3 its parameter blocks). Every rank verifies its share of its host's snapshot
 // directories (its own ranks' and the copies of other hosts' ranks), the lists of (saving rank,
 // step, saving world size) are allgathered, every rank picks the same step S (the newest, newer
 // than the disk checkpoint, for which every saving rank 0..W-1 has a holder), and each shard is
 // broadcast from its lowest holder: rank 0's snapshot whole (model, progress, its shard, the
-// partition), the others' shards alone. The result is the gathered layout a disk checkpoint of
-// step S holds, which the restore path reshards for this run.
+// partition), the others' shards alone. Stage 3's parameter blocks are joined into per-parameter
+// model/ tensors (ckpt/zero_state.h, the same joiner as the optimizer state's). The result is
+// the gathered layout a disk checkpoint of step S holds, which the restore path reshards for
+// this run.
 #include <mpi.h>
 
 #include <ATen/ATen.h>
@@ -145,11 +147,10 @@ std::optional<SnapshotSession::Picked> SnapshotSession::pick_shards(int64_t disk
     CheckpointState st;
     if (world_.rank() == root) {
       st = std::move(held.states.at({k, step}));
-      if (k > 0) {  // the model and progress come from rank 0's snapshot: only the shard travels
-        const std::string prefix = "optim/zero/r" + std::to_string(k) + ".";
+      if (k > 0) {  // the replicated model and progress come from rank 0's snapshot: only the shard travels
         std::vector<std::pair<std::string, at::Tensor>> shard;
         for (auto& [name, t] : st.tensors)
-          if (name.rfind(prefix, 0) == 0) shard.emplace_back(name, t);
+          if (is_rank_shard_tensor(name, static_cast<int>(k))) shard.emplace_back(name, t);
         st.tensors = std::move(shard);
       }
     }
@@ -161,6 +162,9 @@ std::optional<SnapshotSession::Picked> SnapshotSession::pick_shards(int64_t disk
     parts += std::string(k > 0 ? ", " : "") + "rank " + std::to_string(k) + "'s shard from host " +
              hosts[static_cast<size_t>(root)] + (all[i][3] ? "'s copy" : "'s memory");
   }
+  // --zero 3: whole per-parameter tensors from every rank's parameter blocks (the same state on
+  // every rank, so the same verdict: a record that disagrees is the same error everywhere).
+  unshard_parameters(p.state, "snapshot step " + std::to_string(step));
   if (!device.is_cpu())
     for (auto& [name, t] : p.state.tensors) t = t.to(device);
   p.source = "snapshot step " + std::to_string(step) + ": " + parts + " (" + std::to_string(saved_world) +

@@ -1,7 +1,7 @@
-// SnapshotSession::pick (train/snapshot_session.h) for whole-state snapshots (DDP, --zero 3):
+// SnapshotSession::pick (train/snapshot_session.h) for whole-state snapshots (DDP):
 // every rank looks at its host's snapshots, one allreduce picks the newest (step, saving rank),
 // and the ranks whose host holds no copy of it receive it over MPI from the lowest rank whose
-// host does. ZeRO-1/2's shards: snapshot_pick_shards.cpp. Then, for both, the clean-up of what
+// host does. ZeRO shards: snapshot_pick_shards.cpp. Then, for both, the clean-up of what
 // the new run must not mistake for its own.
 #include <mpi.h>
 

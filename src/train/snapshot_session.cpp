@@ -107,7 +107,7 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
     why_off = why.empty() ? "" : root + " on host " + world.hostname() + " " + why;
   });
   // Room for two slots per rank of this host (the one in use and the one being written), and two
-  // per copy it receives from the previous host (ZeRO-1/2 with more than one host).
+  // per copy it receives from the previous host (ZeRO with more than one host).
   const std::vector<std::string> hosts = snapshot_host_names(world);
   const std::vector<int> partners = shards ? snapshot_ring_partners(hosts) : std::vector<int>(hosts.size(), -1);
   int copies_here = 0;
@@ -135,12 +135,14 @@ SnapshotSession::SnapshotSession(const TrainConfig& cfg, World& world, Reporter&
   on_ = true;
   const int me = world.rank(), partner = partners[static_cast<size_t>(me)];
   std::string what;
+  const std::string own =
+      cfg.zero == 3 ? "its own ZeRO-3 shard (parameter blocks and optimizer state)" : "its own ZeRO shard";
   if (!shards)
     what = "every rank keeps the whole state, so no copy goes to another host";
   else if (partner < 0)
-    what = "each rank keeps its own ZeRO shard; one host, so no copy goes to another host (a lost host loses them)";
+    what = "each rank keeps " + own + "; one host, so no copy goes to another host (a lost host loses them)";
   else
-    what = "each rank keeps its own ZeRO shard and sends a copy to the next host in a ring (rank " +
+    what = "each rank keeps " + own + " and sends a copy to the next host in a ring (rank " +
            std::to_string(me) + " -> rank " + std::to_string(partner) + " on host " +
            hosts[static_cast<size_t>(partner)] + "), on background threads at nice " +
            std::to_string(cfg.snapshot_nice) +
@@ -199,9 +201,9 @@ void SnapshotSession::save(const TrainProgress& p, Model& model, TrainOptimizer&
   }
   CheckpointState st = capture_model_state(model, p, meta, /*copy_buffers=*/true);
   if (shards_)
-    opt.capture_own_shard(st);  // local: this rank's shard only
+    opt.capture_own_shard(st);  // local: this rank's shard only (--zero 3: its parameter blocks too)
   else
-    opt.capture(st);  // collective under --zero 3 (the shards are gathered)
+    opt.capture(st);  // DDP: local
   if (slots_ && slots_->start(p.step, std::move(st)))
     ++taken_;
   else

@@ -6,13 +6,15 @@
 // Layout: SNAPDIR/rank-RRRRR/step-NNNNNNNN/ (manifest.json + one HDF5 shard; meta "snapshot" =
 // {job, config, rank, world_size, global_batch, host, sharded}). The default SNAPDIR is
 // /dev/shm/hpctrain-<16 hex digits of the job key>-<16 of the config fingerprint>.
-// - DDP (--zero 0) and --zero 3: each rank's snapshot is the whole training state (DDP: every
-//   rank holds it anyway; stage 3: parameters and optimizer shards are gathered at the boundary,
-//   as for a disk checkpoint), so every host keeps every part and no copy is sent.
-// - ZeRO-1/2: each rank's snapshot holds the model (replicated), the progress tensors and only
-//   its own optimizer shard (TrainOptimizer::capture_own_shard: no collective), and each rank
-//   sends a copy of it to a rank on the next host (train/snapshot_copy.h), kept there as
-//   SNAPDIR/copy-of-rank-RRRRR/step-N. After any one host is lost every shard still exists.
+// - DDP (--zero 0): each rank's snapshot is the whole training state (every rank holds it
+//   anyway), so every host keeps every part and no copy is sent.
+// - ZeRO-1/2/3: each rank's snapshot holds the progress tensors and only its own optimizer shard
+//   (TrainOptimizer::capture_own_shard: no collective); under ZeRO-1/2 the model (replicated),
+//   under --zero 3 only this rank's parameter blocks (one per unit, root last:
+//   FsdpEngine::param_blocks(), ckpt/zero_state.h zero3/r<rank>.b<unit>) beside the replicated
+//   buffers and frozen parameters. Each rank sends a copy of it to a rank on the next host
+//   (train/snapshot_copy.h), kept there as SNAPDIR/copy-of-rank-RRRRR/step-N. After any one host
+//   is lost every shard still exists.
 //
 // Contract:
 // - Constructor (collective, on every rank): checks the directory (exit 2 naming it when
@@ -24,12 +26,15 @@
 //   together, so the ranks' snapshots (two per directory, ckpt/snapshot_slots.h) always share a
 //   step that every rank committed.
 // - pick() (collective): the newest state every rank can load, one decision for all ranks.
-//   ZeRO-1/2: the newest step for which every rank of the saving run has a shard on some host
+//   ZeRO-1/2/3: the newest step for which every rank of the saving run has a shard on some host
 //   (its own memory or a copy); each shard is broadcast from its lowest holder and the gathered
-//   layout is assembled (the restore path reshards it for this run's world size).
-// - save() at the step boundary (collective only under --zero 3: the capture gathers),
-//   before_update() before each optimizer step (local), finish() after a clean run
-//   (collective: waits for the writes and copies, then removes them).
+//   layout is assembled, stage 3's parameter blocks joined into per-parameter tensors through the
+//   recorded partition (unshard_parameters), so the restore path reshards it for this run's
+//   world size as it does a disk checkpoint. A run of another --zero stage has another config
+//   fingerprint: it does not use these snapshots (only disk checkpoints cross stages).
+// - save() at the step boundary (local: no collective at any stage), before_update() before
+//   each optimizer step (local), finish() after a clean run (collective: waits for the writes
+//   and copies, then removes them).
 #pragma once
 
 #include <cstdint>
@@ -53,7 +58,7 @@ class World;
 class SnapshotSession {
  public:
   // state_bytes: one rank's snapshot; shards: the optimizer captures its own shard locally
-  // (ZeRO-1/2, TrainOptimizer::shards_capture_locally()).
+  // (ZeRO-1/2/3, TrainOptimizer::shards_capture_locally()).
   SnapshotSession(const TrainConfig& cfg, World& world, Reporter& rep, int64_t state_bytes, bool shards);
   ~SnapshotSession();
   bool on() const { return on_; }
@@ -90,7 +95,7 @@ class SnapshotSession {
   bool on_ = false;
   std::string dir_, job_, config_fp_;
   bool shards_ = false;
-  std::unique_ptr<SnapshotCopies> copies_;  // ZeRO-1/2 on more than one host
+  std::unique_ptr<SnapshotCopies> copies_;  // ZeRO on more than one host
   std::unique_ptr<SnapshotSlots> slots_;
   int64_t taken_ = 0, skipped_ = 0;
   bool warned_ = false, broken_ = false, skip_next_ = false;

@@ -9,12 +9,17 @@ namespace {
 
 // The bytes of one rank's snapshot: the model's parameters and buffers, and about as much again
 // per optimizer slot (AdamW: exp_avg and exp_avg_sq; SGD with momentum: its buffer); with its
-// own shard only (ZeRO-1/2), this rank's optimizer state instead.
-int64_t snapshot_state_bytes(Model& model, const TrainConfig& cfg, const TrainOptimizer& opt) {
+// own shard only (ZeRO-1/2/3), this rank's optimizer state instead, and under --zero 3 only
+// its own parameter blocks in place of the sharded (fp32) parameters.
+int64_t snapshot_state_bytes(Model& model, const TrainConfig& cfg, const TrainOptimizer& opt, const FsdpEngine* fsdp) {
   int64_t params = 0, buffers = 0;
   for (const auto& [name, t] : model.named_parameters()) params += static_cast<int64_t>(t.nbytes());
   for (const auto& [name, t] : model.named_buffers())
     if (t.defined()) buffers += static_cast<int64_t>(t.nbytes());
+  if (fsdp) {
+    params -= fsdp->partition().param_numel() * static_cast<int64_t>(sizeof(float));
+    for (const at::Tensor& b : fsdp->param_blocks()) params += static_cast<int64_t>(b.nbytes());
+  }
   if (opt.shards_capture_locally()) return params + buffers + opt.state_bytes();
   const int64_t slots = cfg.optimizer == "adamw" ? 2 : cfg.momentum > 0 ? 1 : 0;
   return params * (1 + slots) + buffers;
@@ -23,7 +28,7 @@ int64_t snapshot_state_bytes(Model& model, const TrainConfig& cfg, const TrainOp
 }  // namespace
 
 void Trainer::State::open_snapshots() {
-  snap = std::make_unique<SnapshotSession>(cfg, world, *rep, snapshot_state_bytes(*model, cfg, *opt),
+  snap = std::make_unique<SnapshotSession>(cfg, world, *rep, snapshot_state_bytes(*model, cfg, *opt, fsdp.get()),
                                            opt->shards_capture_locally());
   if (!snap->on()) snap.reset();
 }

@@ -63,3 +63,27 @@ expect_error() {
     { cat "$WORK/$name.err"; fail "$name: no single error line with '$key'"; }
   ok "$name: $(grep '^hpctrain: error:' "$WORK/$name.err" | cut -c1-220)"
 }
+# newest_slot DIRGLOB PATTERN: the newest of a snapshot directory's slots matching PATTERN ("").
+newest_slot() { compgen -G "$1/$2" | sort | tail -1 || true; }
+# stop_rank_mid_write RANK DIRGLOB: SIGSTOPs rank RANK of the running "$BIN train" job once its
+# snapshot directory DIRGLOB holds a step-*.tmp newer than its newest whole slot (its write in
+# flight; an older .tmp is a prune's: the rank is let go on), and sets STOPPED_PID. Fails (after
+# SIGKILLing the job) when it never sees one while the rank runs (60 s at most).
+stop_rank_mid_write() {
+  local rank=$1 dir=$2 p t w end=$((SECONDS + 60))
+  STOPPED_PID=""
+  for p in $(pgrep -f "^$BIN train"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" && STOPPED_PID=$p
+  done
+  [ -n "$STOPPED_PID" ] || fail "rank $rank not found"
+  while [ $SECONDS -lt $end ] && kill -0 "$STOPPED_PID" 2>/dev/null; do
+    if compgen -G "$dir/step-*.tmp" >/dev/null; then
+      kill -STOP "$STOPPED_PID"
+      t=$(newest_slot "$dir" 'step-*.tmp') w=$(newest_slot "$dir" 'step-*[0-9]')
+      if [ -n "$t" ] && [ -n "$w" ] && [[ "$(basename "$t" .tmp)" > "$(basename "$w")" ]]; then return 0; fi
+      kill -CONT "$STOPPED_PID"
+    fi
+  done
+  signal_ranks KILL "$BIN train"
+  fail "never saw rank $rank's snapshot being written"
+}

@@ -114,28 +114,12 @@ ok "--zero 1, rank 1 SIGKILLed at step >= 25: resumed from both ranks' shard sna
 run_np 2 "${common[@]}" --ckpt-dir "$WORK/w" --metrics "$WORK/w.jsonl" >"$WORK/w.txt" 2>"$WORK/w.err" &
 JOB=$!
 wait_for_step "$WORK/w.jsonl" 20 120 || fail "no train record for step 20 (mid-write kill)"
-pid=""
-for p in $(pgrep -f "^$BIN train"); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && pid=$p
-done
-[ -n "$pid" ] || fail "rank 1 not found"
-caught=""
-# (A step-*.tmp older than the newest whole slot is a prune's, not a write: let it go on.)
-newest() { compgen -G "$SHM/hpctrain-*/rank-00001/$1" | sort | tail -1 || true; }
-for ((i = 0; i < 50000; i++)); do
-  if compgen -G "$SHM/hpctrain-*/rank-00001/step-*.tmp" >/dev/null; then
-    kill -STOP "$pid"
-    t=$(newest 'step-*.tmp') w=$(newest 'step-*[0-9]')
-    if [ -n "$t" ] && [ -n "$w" ] && [[ "$(basename "$t" .tmp)" > "$(basename "$w")" ]]; then caught=1; break; fi
-    kill -CONT "$pid"
-  fi
-done
-[ -n "$caught" ] || { signal_ranks KILL "$BIN train"; fail "never saw rank 1's snapshot being written"; }
+stop_rank_mid_write 1 "$SHM/hpctrain-*/rank-00001"
 signal_ranks KILL "$BIN train"
-kill -CONT "$pid" 2>/dev/null || true
+kill -CONT "$STOPPED_PID" 2>/dev/null || true
 set +e; wait $JOB; set -e
-tmp=$(newest 'step-*.tmp')
-whole=$(newest 'step-*[0-9]')
+tmp=$(newest_slot "$SHM/hpctrain-*/rank-00001" 'step-*.tmp')
+whole=$(newest_slot "$SHM/hpctrain-*/rank-00001" 'step-*[0-9]')
 [ -n "$tmp" ] && [ -n "$whole" ] || { ls -R "$SHM"; fail "rank 1 killed mid-write: expected a whole slot and a .tmp one"; }
 rm -rf "$SHM"/hpctrain-*/rank-00000
 wstep=$((10#$(basename "$whole" | sed 's/step-//')))

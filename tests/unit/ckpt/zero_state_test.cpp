@@ -129,3 +129,101 @@ TEST(ZeroState, PartitionThatDisagreesWithItsShardsIsAnError) {
     EXPECT_THROW(unshard_optimizer_state(st, "x"), Error);
   }
 }
+
+namespace {
+
+// What pick_shards (train/snapshot_pick_shards.cpp) assembles from the shard-only snapshots of a
+// --zero 3 run of `world` ranks: rank 0's snapshot whole (replicated tensors, its blocks and
+// shard, the records), every other rank's own tensors (is_rank_shard_tensor) alone.
+CheckpointState zero3_snapshots(const Fixture& f, int world) {
+  const CheckpointState canon = f.canonical(), sharded = f.sharded(world);
+  const ZeroPartition z = make_zero_partition(f.plan, f.specs, world);
+  const auto values = by_name(canon);
+  CheckpointState out;
+  for (int r = 0; r < world; ++r) {
+    CheckpointState st;
+    st.tensors.emplace_back("model/frozen.weight", at::ones({2, 2}));  // replicated: stays whole
+    for (auto& [n, t] : canon.tensors)
+      if (n.rfind("model/", 0) == 0) st.tensors.emplace_back(n, at::empty(t.sizes()));  // values never read
+    std::vector<at::Tensor> blocks;  // rank r's block of every bucket, as FsdpEngine::param_blocks()
+    for (const ZeroBucket& bk : z.buckets) {
+      at::Tensor flat = at::zeros({bk.padded});
+      for (const ZeroSlot& sl : bk.params)
+        flat.narrow(0, sl.offset, sl.numel).copy_(values.at("model/" + sl.name).reshape({-1}));
+      blocks.push_back(flat.narrow(0, r * bk.block, bk.block).clone());
+    }
+    capture_parameter_blocks(st, z, r, blocks);
+    for (auto& e : sharded.tensors)
+      if (is_rank_shard_tensor(e.first, r) || (r == 0 && e.first == kZeroStepTensor)) st.tensors.push_back(e);
+    st.meta["zero"] = sharded.meta["zero"];
+    for (auto& e : st.tensors) EXPECT_FALSE(e.first.rfind("model/fc", 0) == 0) << e.first << " left in the snapshot";
+    if (r == 0) {
+      out = st;
+      continue;
+    }
+    for (auto& e : st.tensors)
+      if (is_rank_shard_tensor(e.first, r)) out.tensors.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ZeroState, Zero3ParameterBlocksOfAnyWorldSizeJoinIntoThePerParameterState) {
+  Fixture f;
+  auto want = by_name(f.canonical());
+  want["model/frozen.weight"] = at::ones({2, 2});
+  for (int world : {1, 2, 3, 4, 5}) {
+    CheckpointState st = zero3_snapshots(f, world);
+    ASSERT_TRUE(has_sharded_parameters(st));
+    unshard_parameters(st, "test");
+    EXPECT_FALSE(has_sharded_parameters(st));
+    EXPECT_TRUE(has_sharded_optimizer_state(st));  // the optimizer's shards stay for its own unsharder
+    unshard_optimizer_state(st, "test");
+    auto got = by_name(st);
+    ASSERT_EQ(got.size(), want.size()) << world;
+    for (auto& [name, t] : want) {
+      ASSERT_TRUE(got.count(name)) << name << " world " << world;
+      EXPECT_EQ(got[name].sizes(), t.sizes()) << name;
+      EXPECT_TRUE(at::equal(got[name], t)) << name << " world " << world;
+    }
+  }
+}
+
+TEST(ZeroState, Zero3ParameterBlocksThatDisagreeWithTheRecordAreAnError) {
+  Fixture f;
+  auto expect_error = [](CheckpointState st, const std::string& part) {
+    try {
+      unshard_parameters(st, "snapshot step 22");
+      ADD_FAILURE() << "no error (" << part << ")";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("snapshot step 22"), std::string::npos) << m;
+      EXPECT_NE(m.find(part), std::string::npos) << m;
+    }
+  };
+  {  // rank 2's block of unit 1 missing (its snapshot lost)
+    CheckpointState st = zero3_snapshots(f, 3);
+    std::vector<std::pair<std::string, at::Tensor>> kept;
+    for (auto& e : st.tensors)
+      if (e.first != zero_param_block_name(2, 1)) kept.push_back(e);
+    st.tensors = kept;
+    expect_error(st, "no " + zero_param_block_name(2, 1));
+  }
+  {  // a block cut short
+    CheckpointState st = zero3_snapshots(f, 2);
+    for (auto& e : st.tensors)
+      if (e.first == zero_param_block_name(1, 0)) e.second = e.second.narrow(0, 0, e.second.numel() - 1);
+    expect_error(st, zero_param_block_name(1, 0) + " has");
+  }
+  {  // a shape missing
+    CheckpointState st = zero3_snapshots(f, 2);
+    st.meta["param_shapes"].erase("fc2.bias");
+    expect_error(st, "no shape for parameter fc2.bias");
+  }
+  {  // a block of a rank beyond the record
+    CheckpointState st = zero3_snapshots(f, 2);
+    st.tensors.emplace_back(zero_param_block_name(2, 0), at::zeros({1}));
+    expect_error(st, "beyond the record");
+  }
+}
