@@ -87,3 +87,17 @@ stop_rank_mid_write() {
   signal_ranks KILL "$BIN train"
   fail "never saw rank $rank's snapshot being written"
 }
+# kill_rank1_mid_write JOB WHAT: stops rank 1 of the running 2-rank job JOB (a background pid)
+# while it writes a snapshot, SIGKILLs every rank, waits for JOB, and checks that rank 1 is left
+# a whole slot and a half-written .tmp one. Sets TMP_SLOT and WSTEP (the whole slot's step).
+kill_rank1_mid_write() {
+  local job=$1 what=$2 whole dir="$SHM/hpctrain-*/rank-00001"
+  stop_rank_mid_write 1 "$dir"
+  signal_ranks KILL "$BIN train"
+  kill -CONT "$STOPPED_PID" 2>/dev/null || true
+  set +e; wait "$job"; set -e
+  TMP_SLOT=$(newest_slot "$dir" 'step-*.tmp')
+  whole=$(newest_slot "$dir" 'step-*[0-9]')
+  [ -n "$TMP_SLOT" ] && [ -n "$whole" ] || { ls -R "$SHM"; fail "$what: rank 1 killed mid-write: expected a whole slot and a .tmp one"; }
+  WSTEP=$((10#$(basename "$whole" | sed 's/step-//')))
+}

@@ -114,20 +114,13 @@ ok "--zero 1, rank 1 SIGKILLed at step >= 25: resumed from both ranks' shard sna
 run_np 2 "${common[@]}" --ckpt-dir "$WORK/w" --metrics "$WORK/w.jsonl" >"$WORK/w.txt" 2>"$WORK/w.err" &
 JOB=$!
 wait_for_step "$WORK/w.jsonl" 20 120 || fail "no train record for step 20 (mid-write kill)"
-stop_rank_mid_write 1 "$SHM/hpctrain-*/rank-00001"
-signal_ranks KILL "$BIN train"
-kill -CONT "$STOPPED_PID" 2>/dev/null || true
-set +e; wait $JOB; set -e
-tmp=$(newest_slot "$SHM/hpctrain-*/rank-00001" 'step-*.tmp')
-whole=$(newest_slot "$SHM/hpctrain-*/rank-00001" 'step-*[0-9]')
-[ -n "$tmp" ] && [ -n "$whole" ] || { ls -R "$SHM"; fail "rank 1 killed mid-write: expected a whole slot and a .tmp one"; }
+kill_rank1_mid_write "$JOB" "mid-write kill"
 rm -rf "$SHM"/hpctrain-*/rank-00000
-wstep=$((10#$(basename "$whole" | sed 's/step-//')))
 run_np 2 "${common[@]}" --ckpt-dir "$WORK/w" --metrics "$WORK/w2.jsonl" >"$WORK/w2.txt" 2>"$WORK/w2.err" ||
   { tail "$WORK/w2.err"; fail "resume after the mid-write kill"; }
-grep -q "hpctrain train: resumed from snapshot step $wstep: rank 1's snapshot on host" "$WORK/w2.txt" ||
-  { cat "$WORK/w2.txt" "$WORK/w2.err"; fail "not resumed from rank 1's previous slot (step $wstep)"; }
+grep -q "hpctrain train: resumed from snapshot step $WSTEP: rank 1's snapshot on host" "$WORK/w2.txt" ||
+  { cat "$WORK/w2.txt" "$WORK/w2.err"; fail "not resumed from rank 1's previous slot (step $WSTEP)"; }
 run_np 1 ckpt merge "$WORK/w" --out "$WORK/w.h5" >/dev/null
 /usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/w.h5" "$WORK/ref.h5" --exact || fail "mid-write kill: differs from the uninterrupted run"
-ok "rank 1 SIGKILLed while writing $(basename "$tmp"): resumed from its previous slot, step $wstep; final model == uninterrupted run, bitwise"
+ok "rank 1 SIGKILLed while writing $(basename "$TMP_SLOT"): resumed from its previous slot, step $WSTEP; final model == uninterrupted run, bitwise"
 [ -z "$(ls -A "$SHM")" ] || { ls -R "$SHM"; fail "a clean finish left snapshots behind"; }

@@ -20,29 +20,22 @@ gpt=(--model gpt --model-config n_layer=2,n_head=2,n_embd=64,bias=false --data "
 
 # midwrite NAME STAGE-ARGS...: the uninterrupted run, the run killed mid-write, its resume.
 midwrite() {
-  local name=$1 tmp whole wstep; shift
+  local name=$1; shift
   run_np 2 "${common[@]}" "$@" --ckpt-dir "$WORK/$name-ref" >"$WORK/$name-ref.txt" 2>&1 ||
     { tail "$WORK/$name-ref.txt"; fail "$name: uninterrupted run"; }
   run_np 2 "${common[@]}" "$@" --ckpt-dir "$WORK/$name" --metrics "$WORK/$name.jsonl" >"$WORK/$name.txt" 2>&1 &
   local job=$!
   wait_for_step "$WORK/$name.jsonl" 16 120 || fail "$name: no train record for step 16"
-  stop_rank_mid_write 1 "$SHM/hpctrain-*/rank-00001"
-  signal_ranks KILL "$BIN train"
-  kill -CONT "$STOPPED_PID" 2>/dev/null || true
-  set +e; wait $job; set -e
-  tmp=$(newest_slot "$SHM/hpctrain-*/rank-00001" 'step-*.tmp')
-  whole=$(newest_slot "$SHM/hpctrain-*/rank-00001" 'step-*[0-9]')
-  [ -n "$tmp" ] && [ -n "$whole" ] || { ls -R "$SHM"; fail "$name: rank 1 killed mid-write: expected a whole slot and a .tmp one"; }
-  wstep=$((10#$(basename "$whole" | sed 's/step-//')))
+  kill_rank1_mid_write "$job" "$name"
   run_np 2 "${common[@]}" "$@" --ckpt-dir "$WORK/$name" >"$WORK/$name-2.txt" 2>&1 ||
     { tail "$WORK/$name-2.txt"; fail "$name: resume after the mid-write kill"; }
-  grep -q "hpctrain train: resumed from snapshot step $wstep: rank 0's shard from host [^ ]*'s memory, rank 1's shard from host [^ ]*'s memory" "$WORK/$name-2.txt" ||
-    { cat "$WORK/$name-2.txt"; ls -R "$SHM"; fail "$name: not resumed from rank 1's previous slot (step $wstep)"; }
+  grep -q "hpctrain train: resumed from snapshot step $WSTEP: rank 0's shard from host [^ ]*'s memory, rank 1's shard from host [^ ]*'s memory" "$WORK/$name-2.txt" ||
+    { cat "$WORK/$name-2.txt"; ls -R "$SHM"; fail "$name: not resumed from rank 1's previous slot (step $WSTEP)"; }
   run_np 1 ckpt merge "$WORK/$name-ref" --out "$WORK/$name-ref.h5" >/dev/null
   run_np 1 ckpt merge "$WORK/$name" --out "$WORK/$name.h5" >/dev/null
   /usr/bin/python3 "$(dirname "$0")/compare_ckpt.py" "$WORK/$name.h5" "$WORK/$name-ref.h5" --exact ||
     fail "$name: mid-write kill: differs from the uninterrupted run"
-  ok "$name: rank 1 SIGKILLed while writing $(basename "$tmp"): resumed from the shards of its previous slot, step $wstep; final model == uninterrupted run, bitwise"
+  ok "$name: rank 1 SIGKILLed while writing $(basename "$TMP_SLOT"): resumed from the shards of its previous slot, step $WSTEP; final model == uninterrupted run, bitwise"
   [ -z "$(ls -A "$SHM")" ] || { ls -R "$SHM"; fail "$name: a clean finish left snapshots behind"; }
 }
 
