@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "comm/blocking.h"
 #include "ddp/fsdp.h"
@@ -65,7 +66,7 @@ TEST(FsdpBf16, UnitsComputeOnRoundedMastersAndReduceIntoFp32Blocks) {
     AutocastScope autocast("bf16", false);
     at::Tensor h = at::tanh(at::linear(input(r, k), ref.w0, ref.b0));
     at::Tensor y = at::linear(at::tanh(at::linear(h, ref.w1)), ref.w2);
-    y.float().square().sum().backward();
+    y.to(at::kFloat).square().sum().backward();
   }
   std::vector<at::Tensor> ref_grads;
   for (auto& [name, p] : ref.all()) {
@@ -96,7 +97,7 @@ TEST(FsdpBf16, UnitsComputeOnRoundedMastersAndReduceIntoFp32Blocks) {
         input(r, k));
     h = e.run_unit(1, [&](const at::Tensor& in) { return at::tanh(at::linear(in, net.w1)); }, h);
     at::Tensor y = e.end_forward(at::linear(h, net.w2));
-    y.float().square().sum().backward();
+    y.to(at::kFloat).square().sum().backward();
     EXPECT_EQ(e.stats().bytes_gathered, (k + 1) * (2 * 2 * (u0 + u1) + 4 * root)) << "backward " << k;
     int64_t shard_bytes = 0;
     for (auto& b : e.param_blocks()) shard_bytes += static_cast<int64_t>(b.nbytes());
