@@ -5,7 +5,7 @@
 #   cnn with --sync-bn (units: features, classifier) and a TorchScript model (one unit);
 # - --zero 3 == --zero 0 on the same 2 ranks: cnn with BatchNorm; gpt with --grad-accum 2 and
 #   with --activation-checkpointing == 1 rank x 16; --amp bf16 against DDP at bf16's tolerance;
-# - --amp bf16 (units gathered in bf16): 2 ranks x 8 == 1 rank x 16 at bf16's tolerance, the
+# - --amp bf16 (units gathered in bf16): == --zero 0 --amp bf16 at 1 and 2 ranks (bf16 tolerance), the
 #   start-up line, plan == run, the bytes gathered per step halved for the units, checkpoints
 #   of fp32 masters (a resume ends bitwise as the uninterrupted run);
 # - an uneven shard: 3 ranks x 5 == 1 rank x 15 (gpt; its units do not divide by 3);
@@ -105,9 +105,12 @@ train_to bf-z0 2 "${gpt[@]}" --batch-size 8 --max-steps 8 --zero 0 --amp bf16
 train_to bf-z3 2 "${gpt[@]}" --batch-size 8 --max-steps 8 --zero 3 --amp bf16
 same bf-z3 bf-z0 "gpt --amp bf16: --zero 3 == --zero 0 on 2 ranks (bf16 tolerance)" --rtol 1e-2
 # Under --amp bf16 stage 3 gathers its units in bf16 over fp32 master shards (ddp/fsdp.h "Mixed
-# precision"): 2 ranks x 8 == 1 rank x 16, both so, at the same bf16 tolerance.
+# precision"); the reference is DDP at the same world size and bf16's tolerance (above: 2 ranks;
+# here 1 rank x 16). Across world sizes bf16 is not invariant even under DDP (each rank's weight
+# gradients are rounded to bf16 before the average: 2x8 and 1x16 differ by ~1e-2 after 8 steps).
 train_to bf-z3-1 1 "${gpt[@]}" --batch-size 16 --max-steps 8 --zero 3 --amp bf16
-same bf-z3 bf-z3-1 "gpt --amp bf16 --zero 3: 2 ranks x 8 == 1 rank x 16 (bf16 tolerance)" --rtol 1e-2
+train_to bf-z0-1 1 "${gpt[@]}" --batch-size 16 --max-steps 8 --zero 0 --amp bf16
+same bf-z3-1 bf-z0-1 "gpt --amp bf16: --zero 3 == --zero 0 on 1 rank x 16 (bf16 tolerance)" --rtol 1e-2
 grep -q "its matrices in bfloat16" "$WORK/bf-z3.txt" || fail "the start-up line does not name the bf16 gather"
 plan_is_run bf-z3 --amp bf16
 # The parameter bytes gathered per step (the summary), from the manifest's partition: each unit's
