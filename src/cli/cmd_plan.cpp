@@ -23,7 +23,7 @@ namespace hpctrain {
 namespace {
 
 struct PlanArgs {
-  std::string model = "gpt", model_config, optimizer = "adamw";
+  std::string model = "gpt", model_config, optimizer = "adamw", amp = "off";
   std::vector<std::string> libs;
   int world = 0, zero = -1;
   int64_t vocab_size = 50257, seq_len = 1024, classes = 10;
@@ -32,7 +32,9 @@ struct PlanArgs {
   bool json = false;
 };
 
-std::vector<std::pair<std::string, int64_t>> parameter_list(const PlanArgs& a) {
+// The trained parameters (name, elements) in model order; `vectors` gets those with fewer than
+// two dimensions (gpt: its LayerNorms and biases).
+std::vector<std::pair<std::string, int64_t>> parameter_list(const PlanArgs& a, std::set<std::string>& vectors) {
   ModelSpec spec;
   spec.name = a.model;
   spec.model_config = a.model_config;
@@ -40,7 +42,10 @@ std::vector<std::pair<std::string, int64_t>> parameter_list(const PlanArgs& a) {
     spec.vocab_size = spec.num_classes = a.vocab_size;
     spec.seq_len = a.seq_len;
     spec.sample_shape = {a.seq_len};
-    return gpt_parameter_numels(gpt_options(spec));
+    auto out = gpt_parameter_numels(gpt_options(spec));
+    for (const auto& [name, numel] : out)
+      if (name.find(".ln_") != std::string::npos || name.ends_with(".bias")) vectors.insert(name);
+    return out;
   }
   spec.sample_shape = a.input_shape;
   spec.num_classes = a.classes;
@@ -49,7 +54,10 @@ std::vector<std::pair<std::string, int64_t>> parameter_list(const PlanArgs& a) {
   std::vector<std::pair<std::string, int64_t>> out;
   std::set<const void*> seen;  // tied weights count once
   for (auto& [name, p] : m->named_parameters())
-    if (p.requires_grad() && seen.insert(p.data_ptr()).second) out.emplace_back(name, p.numel());
+    if (p.requires_grad() && seen.insert(p.data_ptr()).second) {
+      out.emplace_back(name, p.numel());
+      if (p.dim() < 2) vectors.insert(name);
+    }
   return out;
 }
 
@@ -65,7 +73,10 @@ int plan(World& w, const PlanArgs& a) {
   MemoryPlanOptions o;
   try {
     for (const auto& lib : a.libs) load_model_library(lib);
-    params = parameter_list(a);
+    if (a.amp != "off" && a.amp != "bf16")
+      throw CollectiveError("plan: --amp " + a.amp + " is not allowed (off|bf16; stage 3 runs on CPU ranks)");
+    params = parameter_list(a, o.vectors);
+    o.bf16_gather = a.amp == "bf16";
     o.world = a.world;
     o.optimizer_slots = optimizer_slots(a.optimizer, a.momentum);
     o.bucket_mb = a.bucket_mb;
@@ -83,6 +94,7 @@ int plan(World& w, const PlanArgs& a) {
                                         {"parameters", p},
                                         {"world", a.world},
                                         {"optimizer", a.optimizer},
+                                        {"amp", a.amp},
                                         {"optimizer_slots", o.optimizer_slots}})
                             .dump()
                             .c_str());
@@ -115,8 +127,9 @@ int plan(World& w, const PlanArgs& a) {
   }
   std::printf(
       "stage 2's gradients are the shard; during backward the buckets in flight (up to --bucket-mb "
-      "each) come and go. Stage 3 gathers in fp32; during a step the unit being computed and the "
-      "prefetched next one are gathered at once (up to twice the largest unit).\n");
+      "each) come and go. Stage 3 gathers in %s; during a step the unit being computed and the "
+      "prefetched next one are gathered at once (up to twice the largest unit).\n",
+      o.bf16_gather ? "bf16 (the units' matrices; their vectors and the root in fp32)" : "fp32");
   std::fflush(stdout);
   return 0;
 }
@@ -139,6 +152,7 @@ void add(CLI::App& root, Action& chosen) {
   cmd->add_option("--seq-len", a->seq_len, "gpt: block size (--seq-len of the run)");
   cmd->add_option("--input-shape", a->input_shape, "other models: per-sample input shape")->delimiter(',');
   cmd->add_option("--classes", a->classes, "other models: number of classes");
+  cmd->add_option("--amp", a->amp, "off|bf16: under bf16 stage 3 gathers its units in bf16, as a run does");
   cmd->add_option("--bucket-mb", a->bucket_mb, "DDP bucket cap in MiB (sets the padding)");
   cmd->add_option("--model-lib", a->libs, "model plugin LIB.so to load (repeatable)")->type_name("PATH");
   cmd->add_flag("--json", a->json, "one JSON object per line: the model, then one per stage");

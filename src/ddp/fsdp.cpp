@@ -1,11 +1,11 @@
-// FsdpEngine: the flat per-unit layout, shards, gathers (storage re-allocated in place, so every
-// parameter and every tensor saved for backward that views it sees the gathered values again),
-// gradient reduce-scatters and the end-of-backward step. The autograd side: fsdp_function.cpp.
+// FsdpEngine: the flat per-unit layout, shards, gradient reduce-scatters and the end-of-backward
+// step. The gathers (storage re-allocated in place, so every parameter and every tensor saved for
+// backward that views it sees the gathered values again): fsdp_gather.cpp. The autograd side:
+// fsdp_function.cpp.
 #include "ddp/fsdp.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/native/Resize.h>
 
 #include <chrono>
 #include <map>
@@ -19,17 +19,6 @@
 
 namespace hpctrain {
 
-namespace {
-void resize_storage(const at::Tensor& t, int64_t bytes) {
-  at::native::resize_bytes_cpu(t.storage().unsafeGetStorageImpl(), static_cast<size_t>(bytes));
-}
-// A tensor over `flat`'s current bytes that shares no version counter with it or its views:
-// gathers write through it, so tensors saved for backward stay valid.
-at::Tensor raw_alias(const at::Tensor& flat, int64_t numel) {
-  return at::from_blob(flat.storage().mutable_data(), {numel}, flat.options());
-}
-}  // namespace
-
 FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Communicator& comm, FsdpOptions opts)
     : comm_(comm), opts_(opts) {
   if (comm_.device_type() != c10::DeviceType::CPU)
@@ -37,6 +26,11 @@ FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Commu
   units.push_back(std::move(root));
   const int world = comm_.size(), rank = comm_.rank();
   partition_.world_size = world;
+  const at::ScalarType pd = opts_.param_dtype;
+  const bool lowp = pd != at::ScalarType::Undefined && pd != at::kFloat;
+  if (lowp && pd != at::kBFloat16 && pd != at::kHalf)
+    throw CollectiveError(std::string("--zero 3 gathers parameters in float32, bfloat16 or float16, not ") +
+                          c10::toString(pd));
   at::NoGradGuard no_grad;
   for (auto& spec : units) {
     auto u = std::make_unique<Unit>();
@@ -76,14 +70,19 @@ FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Commu
       u->shard = full.narrow(0, rank * u->block, u->block).clone();
     }
     u->grad = at::zeros({u->block}, f32);
-    // Never written before its storage is released: the pages are not touched. Its storage
-    // allocates through unpooled_allocator(), so each gather maps the unit's bytes and each
-    // release unmaps them (glibc's heap kept released units' pages).
-    c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(u->padded) * 4, unpooled_allocator(),
-                         /*resizable=*/true);
-    u->flat = at::empty({0}, f32).set_(storage, 0, {u->padded}, {1});
+    // --amp bf16: a unit's (not the root's) matrices are gathered and computed in param_dtype,
+    // its vectors (norm weights, biases) are float32 tensors filled from that gather.
+    u->lowp = lowp && &spec != &units.back() && u->padded > 0;
+    if (u->lowp)
+      for (auto& p : u->params) {
+        u->vector_of.push_back(p.dim() < 2 ? u->vnumel : -1);
+        if (p.dim() < 2) u->vnumel += p.numel();
+      }
+    // Never written before its storage is released: the pages are not touched (fsdp_gather.cpp).
+    u->flat = unpooled_flat(u->padded, u->lowp ? opts_.param_dtype : at::kFloat);
+    if (u->vnumel > 0) u->vflat = unpooled_flat(u->vnumel, at::kFloat);
     for (size_t i = 0; i < u->params.size(); ++i) {
-      at::Tensor view = u->flat.narrow(0, u->offsets[i], u->params[i].numel()).view(u->params[i].sizes());
+      at::Tensor view = compute_view(*u, i);
       if (meta) {  // a meta tensor cannot take CPU data: a new parameter (the caller installs it)
         at::Tensor p = at::empty({0}, f32);
         p.set_data(view);
@@ -94,6 +93,7 @@ FsdpEngine::FsdpEngine(std::vector<FsdpUnitSpec> units, FsdpUnitSpec root, Commu
       }
     }
     resize_storage(u->flat, 0);
+    if (u->vflat.defined()) resize_storage(u->vflat, 0);
     units_.push_back(std::move(u));
   }
 }
@@ -122,24 +122,16 @@ std::vector<at::Tensor> FsdpEngine::grad_blocks() const {
 }
 std::vector<at::Tensor> FsdpEngine::unit_params(size_t u) const { return units_.at(u)->params; }
 
-int64_t FsdpEngine::resident_param_bytes() const {
-  int64_t n = 0;
-  for (auto& u : units_) n += static_cast<int64_t>(u->flat.storage().nbytes() + u->shard.nbytes());
-  return n;
-}
-
-int64_t FsdpEngine::largest_unit_bytes() const {
-  int64_t n = 0;
-  for (auto& u : units_) n = std::max<int64_t>(n, u->padded * 4);
-  return n;
-}
-
 std::string FsdpEngine::describe() const {
   int64_t shard = 0;
   for (auto& u : units_) shard += u->block;
   return "ZeRO-3: " + std::to_string(units_.size() - 1) + " unit(s) + the root, parameters sharded over " +
          std::to_string(comm_.size()) + " rank(s): " + std::to_string(shard) +
          " elements per rank, largest gathered unit " + std::to_string(largest_unit_bytes()) + " bytes" +
+         (gather_dtype_name() == "float32"
+              ? std::string()
+              : " (its matrices in " + gather_dtype_name() +
+                    ", its vectors in float32; the root's parameters in float32, over fp32 master shards)") +
          (built_sharded_ ? ", built shard by shard from the seed (never whole on a rank)" : "");
 }
 
@@ -155,51 +147,9 @@ std::string FsdpEngine::describe_comm() const {
   for (auto& u : units_) padded += u->padded;
   const int64_t elt = wire_dtype_name() == "float32" ? 4 : 2;
   return "gradient communication: ZeRO-3, " + wire_dtype_name() + " reduce-scatter per unit (" +
-         std::to_string(padded * elt) + " bytes per backward), parameters all-gathered in float32 per unit, " +
+         std::to_string(padded * elt) + " bytes per backward), parameters all-gathered in " + gather_dtype_name() +
+         " per unit" + (gather_dtype_name() == "float32" ? "" : " (the root in float32)") + ", " +
          "each unit twice per step (forward, backward), the root once";
-}
-
-void FsdpEngine::prefetch(size_t i) {
-  if (i >= units_.size()) return;
-  Unit& u = *units_[i];
-  if (u.gathered || u.work) return;
-  if (u.padded == 0) {
-    u.gathered = true;
-    return;
-  }
-  resize_storage(u.flat, u.padded * 4);
-  at::Tensor out = raw_alias(u.flat, u.padded);
-  stats_.bytes_gathered += u.padded * 4;
-  if (comm_.size() == 1) {
-    out.copy_(u.shard);
-    u.gathered = true;
-    return;
-  }
-  u.work = comm_.allgather_into(u.shard, out, "fsdp.gather[" + std::to_string(i) + "]");
-}
-
-void FsdpEngine::gather(size_t i) {
-  Unit& u = *units_.at(i);
-  if (u.gathered) return;
-  if (!u.work) prefetch(i);
-  if (u.work) {
-    auto t0 = std::chrono::steady_clock::now();
-    TraceSpan blocked("comm_blocked", "wait");
-    u.work->wait();
-    u.work.reset();
-    stats_.wait_s += seconds_since(t0);
-  }
-  u.gathered = true;
-}
-
-void FsdpEngine::release(size_t i) {
-  Unit& u = *units_.at(i);
-  if (u.work) {
-    u.work->wait();
-    u.work.reset();
-  }
-  resize_storage(u.flat, 0);
-  u.gathered = false;
 }
 
 size_t FsdpEngine::neighbour(size_t u, int dir) const {
@@ -300,34 +250,6 @@ void FsdpEngine::zero_grad() {
   stats_ = FsdpStats{};
 }
 
-NamedTensors FsdpEngine::gather_unit(size_t i) {
-  Unit& u = *units_.at(i);
-  const bool was = u.gathered;
-  gather(i);
-  NamedTensors out;
-  for (size_t k = 0; k < u.params.size(); ++k)
-    out.emplace_back(u.names[k], u.flat.narrow(0, u.offsets[k], u.params[k].numel()).view(u.params[k].sizes()).clone());
-  if (!was) release(i);
-  return out;
-}
-
-void FsdpEngine::materialize() {
-  for (auto& u : units_) {
-    if (u->work) u->work->wait();
-    u->work.reset();
-    resize_storage(u->flat, u->padded * 4);
-    u->gathered = true;
-  }
-}
-
-void FsdpEngine::shard_from_params(bool loaded) {
-  for (size_t i = 0; i < units_.size(); ++i) {
-    Unit& u = *units_[i];
-    if (loaded && u.padded > 0) u.shard.copy_(raw_alias(u.flat, u.padded).narrow(0, comm_.rank() * u.block, u.block));
-    release(i);
-  }
-}
-
 void FsdpEngine::init_shards(const std::vector<std::string>& order, const FsdpParamInit& init) {
   std::map<std::string, std::pair<size_t, size_t>> where;  // name -> (unit, index)
   for (size_t i = 0; i < units_.size(); ++i)
@@ -349,16 +271,6 @@ void FsdpEngine::init_shards(const std::vector<std::string>& order, const FsdpPa
   for (auto& [name, at_unit] : where)
     if (units_[at_unit.first]->params[at_unit.second].numel() > 0)
       throw Error("--zero 3: init_shards: no initial value for " + name);
-}
-
-void FsdpEngine::capture_full(NamedTensors& tensors) {
-  std::map<std::string, size_t> at_name;
-  for (size_t k = 0; k < tensors.size(); ++k) at_name.emplace(tensors[k].first, k);
-  for (size_t i = 0; i < units_.size(); ++i)
-    for (auto& [name, t] : gather_unit(i)) {
-      auto it = at_name.find("model/" + name);
-      if (it != at_name.end()) tensors[it->second].second = t;
-    }
 }
 
 void FsdpEngine::load_unit(size_t i, const NamedTensors& full) {

@@ -36,6 +36,19 @@
 //   any gather could pair different units. Later a unit out of that order, or a unit that got no
 //   gradient, is an hpctrain::Error naming the unit and the step on the rank that saw it (which
 //   aborts the world: no rank is left waiting).
+// - Mixed precision (FsdpOptions::param_dtype bf16, as --amp bf16; FSDP2's param_dtype): each
+//   rank casts its fp32 master block of a unit to bf16 (round to nearest even, as autocast's
+//   cast) and the unit is all-gathered in bf16 into a bf16 flat buffer: half the bytes on the wire
+//   (stats().bytes_gathered) and half the gathered unit. The unit's matrices (two or more
+//   dimensions) are bf16 parameters viewing that buffer, so autocast's casts of them are no-ops
+//   and the tensors its graph saves for backward are those views (released with the unit, not
+//   bf16 copies kept alive until backward). Its vectors (norm weights, biases: under one percent
+//   of a unit) are float32 parameters filled from the bf16 gather, so BatchNorm/LayerNorm keep
+//   float32 parameters as under autocast. A unit runs its function under CPU bf16 autocast if
+//   the caller has none (a bf16 matrix needs it). The root stays float32 (gpt's embeddings: a
+//   bf16 table would make the residual stream bf16, which autocast does not). Gradients are
+//   reduced into the fp32 gradient blocks as above and the optimizer steps the fp32 shards;
+//   gather_unit/capture_full all-gather the fp32 masters, never the bf16 values.
 // - The unit functions must not run collectives of their own outside the ones every rank runs
 //   in the same order (SyncBatchNorm's are fine). CPU tensors only (the trainer refuses CUDA).
 #pragma once
@@ -63,6 +76,9 @@ using FsdpParamInit = std::function<void(const std::string& name, at::Tensor& ou
 
 struct FsdpOptions {
   at::ScalarType grad_comm_dtype = at::ScalarType::Undefined;
+  // The units' compute dtype (--amp bf16: kBFloat16; Undefined or kFloat: float32). See the
+  // contract's "Mixed precision".
+  at::ScalarType param_dtype = at::ScalarType::Undefined;
 };
 
 struct FsdpStats {
@@ -87,11 +103,13 @@ class FsdpEngine {
   std::vector<at::Tensor> grad_blocks() const;
   size_t num_units() const;                       // units + the root
   const std::string& unit_name(size_t u) const;    // u == num_units() - 1: the root
-  // Collective: unit u's parameters, full, as fresh tensors (name, value) for a checkpoint.
+  // Collective: unit u's parameters, full, as fresh float32 tensors (name, value) for a
+  // checkpoint: the fp32 master values, all-gathered in float32 whatever the unit computes in.
   NamedTensors gather_unit(size_t u);
   // Collective: sets unit u's shard from full values by name (names not in the unit ignored).
   void load_unit(size_t u, const NamedTensors& full);
-  // Resume: materialize() gives every unit its bytes (values unspecified) so a checkpoint can be
+  // Resume: materialize() gives every unit its bytes (values unspecified; under param_dtype the
+  // parameters are float32 views of a whole fp32 buffer meanwhile) so a checkpoint can be
   // loaded into the parameters; shard_from_params(true) then takes each rank's blocks from them
   // (false: leaves the shards), and releases every unit again.
   void materialize();
@@ -105,6 +123,8 @@ class FsdpEngine {
   // value, unit by unit (collective).
   void capture_full(NamedTensors& tensors);
   int64_t resident_param_bytes() const;  // full buffers now allocated + shards
+  // The largest unit's gathered bytes: its flat buffer (float32, or param_dtype) plus, under
+  // param_dtype, its vectors' float32 values.
   int64_t largest_unit_bytes() const;
   const FsdpStats& stats() const { return stats_; }
   std::string describe() const;
@@ -112,6 +132,9 @@ class FsdpEngine {
   // the dtype gradients travel in ("float32", "bfloat16", "float16").
   std::string describe_comm() const;
   std::string wire_dtype_name() const;
+  // What the units' matrices are all-gathered and computed in: "float32", or "bfloat16" /
+  // "float16" under FsdpOptions::param_dtype.
+  std::string gather_dtype_name() const;
 
   struct Unit;
   // Internal (the autograd functions of fsdp_function.cpp).

@@ -3,6 +3,7 @@
 // differentiates the kept graph and reduce-scatters the parameters' gradient), the root's
 // end-of-backward callback, and the first forward's unit-order agreement.
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -23,9 +24,37 @@ void queue_backward_callback(std::function<void()> fn) {
 
 namespace {
 
+// A unit with bf16 matrices (FsdpOptions::param_dtype) computes under CPU autocast in that dtype
+// when its caller has no autocast on (a forward outside the trainer's scope, e.g. the output
+// check): an fp32 input never meets a bf16 weight in an op autocast does not cast.
+class UnitAutocast {
+ public:
+  UnitAutocast(bool lowp, at::ScalarType dtype) : on_(lowp && !at::autocast::is_autocast_enabled(at::kCPU)) {
+    if (!on_) return;
+    prev_ = at::autocast::get_autocast_dtype(at::kCPU);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    at::autocast::set_autocast_dtype(at::kCPU, dtype);
+    at::autocast::increment_nesting();
+  }
+  ~UnitAutocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::set_autocast_dtype(at::kCPU, prev_);
+  }
+  UnitAutocast(const UnitAutocast&) = delete;
+  UnitAutocast& operator=(const UnitAutocast&) = delete;
+
+ private:
+  bool on_;
+  at::ScalarType prev_ = at::kBFloat16;
+};
+
 struct UnitCall : torch::CustomClassHolder {
   FsdpEngine* engine = nullptr;
   size_t unit = 0;
+  bool lowp = false;
+  at::ScalarType dtype = at::kBFloat16;
   std::function<at::Tensor(const at::Tensor&)> fn;
   bool x_grad = false;
   at::Tensor xd, y;  // the unit's own graph, from its input to its output
@@ -40,6 +69,7 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
     e.prefetch(e.neighbour(call->unit, 1));
     {
       at::AutoGradMode grad_on(true);
+      UnitAutocast autocast(call->lowp, call->dtype);
       call->xd = x.detach().requires_grad_(call->x_grad);
       call->y = call->fn(call->xd);
     }
@@ -94,7 +124,11 @@ at::Tensor FsdpEngine::run_unit(size_t u, const std::function<at::Tensor(const a
     note_ran(u, false);
     gather(u);
     prefetch(neighbour(u, 1));
-    at::Tensor y = fn(x);
+    at::Tensor y;
+    {
+      UnitAutocast autocast(units_[u]->lowp, opts_.param_dtype);
+      y = fn(x);
+    }
     release(u);
     return y;
   }
@@ -102,6 +136,8 @@ at::Tensor FsdpEngine::run_unit(size_t u, const std::function<at::Tensor(const a
   auto call = c10::make_intrusive<UnitCall>();
   call->engine = this;
   call->unit = u;
+  call->lowp = units_[u]->lowp;
+  call->dtype = opts_.param_dtype;
   call->fn = fn;
   call->x_grad = x.requires_grad();
   return UnitFunction::apply(x, at::TensorList(params), call);

@@ -88,6 +88,10 @@ nlohmann::json summary_record(const RunSummary& s) {
                       {"wall_s", s.wall_s},
                       {"straggler", s.straggler},
                       {"restarts", s.restarts}};
+  if (s.bytes_gathered_per_step >= 0) {
+    j["bytes_gathered_per_step"] = s.bytes_gathered_per_step;
+    j["gather_dtype"] = s.gather_dtype;
+  }
   if (s.snapshots_taken >= 0) {
     j["snapshots_taken"] = s.snapshots_taken;
     j["snapshots_skipped"] = s.snapshots_skipped;

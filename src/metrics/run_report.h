@@ -64,6 +64,9 @@ struct RunSummary {
   int64_t zero = 0, optim_state_bytes_per_rank = 0, bytes_reduced = 0;
   ModelStateBytes model_state;  // rank 0's (every rank holds equal shares)
   std::string grad_comm_dtype;
+  // --zero 3: the parameter bytes this rank handed to the all-gathers in the last step (< 0: omitted).
+  int64_t bytes_gathered_per_step = -1;
+  std::string gather_dtype;  // --zero 3: what the units' matrices were gathered in
   double wall_s = 0;
   nlohmann::json straggler;
   int64_t restarts = 0;

@@ -21,6 +21,8 @@ std::string stage3_unit_of(const std::string& name) {
   return dot == std::string::npos ? "(root)" : name.substr(0, dot);
 }
 
+bool stage3_is_root(const std::string& unit) { return unit == "(root)" || unit == "transformer"; }
+
 int optimizer_slots(const std::string& optimizer, double momentum) {
   if (optimizer == "adamw") return 2;
   if (optimizer == "sgd") return momentum != 0 ? 1 : 0;
@@ -55,21 +57,23 @@ std::vector<StagePlan> plan_memory(const std::vector<std::pair<std::string, int6
   }
   // Stage 3: units in first-seen order, each padded to a multiple of the world size.
   std::vector<std::string> order;
-  std::map<std::string, int64_t> units;
+  std::map<std::string, int64_t> units, vectors;
   for (const auto& [name, numel] : params) {
     std::string u = stage3_unit_of(name);
     if (!units.count(u)) order.push_back(u);
     units[u] += numel;
+    if (o.vectors.count(name)) vectors[u] += numel;
   }
   StagePlan& s3 = out[3];
-  const int64_t gather = f32;  // stage 3 gathers fp32 master values, also under --amp
   int64_t shard3 = 0;
   for (const auto& u : order) {
     const int64_t pad = (units[u] + n - 1) / n * n;
     shard3 += pad / n;
     s3.padding += pad - units[u];
-    if (pad * gather > s3.largest_unit) {
-      s3.largest_unit = pad * gather;
+    // What a run's unit holds gathered (FsdpEngine::largest_unit_bytes).
+    const int64_t gathered = o.bf16_gather && !stage3_is_root(u) ? 2 * pad + f32 * vectors[u] : f32 * pad;
+    if (gathered > s3.largest_unit) {
+      s3.largest_unit = gathered;
       s3.largest_unit_name = u;
     }
   }

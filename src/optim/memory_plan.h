@@ -12,13 +12,16 @@
 //   come and go), optimizer 4SP'/N.
 // - stage 3 (ddp/fsdp.h): each unit (a gpt block, else a top-level submodule; the root's own
 //   parameters one more unit) padded to a multiple of N; parameters, gradients and optimizer
-//   state are the fp32 shards of every unit, and largest_unit the largest unit gathered whole,
-//   in fp32 (stage 3 gathers fp32 under --amp too; autocast casts after the gather). During a
+//   state are the fp32 shards of every unit, and largest_unit the largest unit gathered whole:
+//   4 bytes per padded element, or with bf16_gather (--amp bf16, as a run gathers: ddp/fsdp.h)
+//   2 per padded element plus 4 per element of its vectors (the `vectors`: parameters with
+//   fewer than two dimensions); the root (gpt's "transformer", else "(root)") stays 4. During a
 //   step the unit being computed and the prefetched one are both gathered.
 // - largest_unit is 0 for stages 0-2 (they gather nothing); total = the four figures summed.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +32,8 @@ struct MemoryPlanOptions {
   int world = 1;
   int optimizer_slots = 2;                         // AdamW 2, SGD with momentum 1, SGD 0
   double bucket_mb = 25.0, first_bucket_mb = 1.0;  // DDP's defaults (ddp/ddp.h)
+  bool bf16_gather = false;                        // --amp bf16: stage 3 gathers its units in bf16
+  std::set<std::string> vectors;                   // parameters with fewer than two dimensions
 };
 
 struct StagePlan {
@@ -42,6 +47,8 @@ struct StagePlan {
 // The unit a parameter belongs to under stage 3: "transformer.h.<i>" for a gpt block, else its
 // top-level submodule (the name up to the first '.'), "(root)" for the root's own parameters.
 std::string stage3_unit_of(const std::string& name);
+// Whether stage3_unit_of's group is the root's (gathered in fp32 under bf16_gather too).
+bool stage3_is_root(const std::string& unit);
 
 // Stages 0-3, in order. `params`: the trained parameters in model order (name, elements).
 // Throws hpctrain::Error for world < 1 or no parameters.

@@ -177,7 +177,10 @@ void Trainer::State::train_step(const Batch& b) {
   if (outcome.kind == StepOutcome::kDiverged) throw_diverged(outcome, step_loss);
   scaler.update(outcome.kind == StepOutcome::kSkipped);
   ddp->zero_grad();
-  if (fsdp) fsdp->zero_grad();
+  if (fsdp) {
+    gathered_per_step = fsdp->stats().bytes_gathered;
+    fsdp->zero_grad();
+  }
   stats.add_optimizer(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count());
   stats.add_step(b.images.size(0), ddp->last_step());
 }

@@ -15,6 +15,8 @@ void Trainer::State::shard_parameters(at::ScalarType grad_comm_dtype) {
   });
   FsdpOptions o;
   o.grad_comm_dtype = grad_comm_dtype;
+  // --amp bf16: units gathered and computed in bf16 over the fp32 master shards (ddp/fsdp.h).
+  if (cfg.amp == "bf16") o.param_dtype = at::kBFloat16;
   ShardedModel sm;
   agree_on_failure(world.mpi_comm(), [&] { sm = shard_model(model, *comm, o); });
   model = sm.model;

@@ -101,6 +101,10 @@ nlohmann::json Trainer::State::summary(int64_t epoch, const EvalResult& last_eva
   s.model_state = model_state();
   s.grad_comm_dtype = fsdp ? fsdp->wire_dtype_name() : ddp->reducer().wire_dtype_name();
   s.bytes_reduced = stats.bytes_reduced();
+  if (fsdp) {
+    s.bytes_gathered_per_step = gathered_per_step;
+    s.gather_dtype = fsdp->gather_dtype_name();
+  }
   s.wall_s = wall_s;
   s.straggler = straggler->summary();
   s.restarts = restart.is_object() ? restart.value("restart", 0) : 0;

@@ -69,6 +69,7 @@ struct Trainer::State {
   int64_t global_batch = 0, total_steps = 0, steps_per_epoch = 0;
   int64_t step = 0, start_epoch = 0;
   bool devices_checked = false;
+  int64_t gathered_per_step = 0;   // --zero 3: the last step's FsdpStats::bytes_gathered
   int64_t checkpointed_units = 0;  // --activation-checkpointing: the model's units (0: off)
   nlohmann::json restart;          // the launcher's HPCTRAIN_RESTART record, null when not restarted
   int64_t restart_last_step = -1;  // rank 0: the last train step the failed run logged

@@ -59,3 +59,25 @@ TEST(MemoryPlan, Stage3UnitsAreGptBlocksAndTopLevelSubmodules) {
   EXPECT_EQ(stage3_unit_of("features.0.weight"), "features");
   EXPECT_EQ(stage3_unit_of("scale"), "(root)");
 }
+
+// --amp bf16 (bf16_gather): a unit's gathered bytes are 2 per padded element plus 4 per element
+// of its vectors (FsdpEngine::largest_unit_bytes); the root's stay 4 per padded element.
+TEST(MemoryPlan, Stage3Bf16GatherHalvesTheUnitsButNotTheirVectorsOrTheRoot) {
+  std::vector<std::pair<std::string, int64_t>> ps{
+      {"transformer.wte.weight", 30}, {"transformer.h.0.w", 21}, {"transformer.h.0.b", 3}, {"transformer.ln_f.weight", 2}};
+  MemoryPlanOptions o;
+  o.world = 4;
+  o.vectors = {"transformer.h.0.b", "transformer.ln_f.weight"};
+  EXPECT_EQ(plan_memory(ps, o)[3].largest_unit, 4 * 32);  // fp32: the root (32 elements padded)
+  o.bf16_gather = true;
+  auto s3 = plan_memory(ps, o)[3];
+  EXPECT_EQ(s3.largest_unit, 4 * 32);  // the root stays fp32: 128 bytes > the block's 2 * 24 + 4 * 3
+  o.vectors.clear();
+  ps[0].second = 6;  // the root now 8 padded (32 bytes); the block 24 padded, 48 bytes in bf16
+  s3 = plan_memory(ps, o)[3];
+  EXPECT_EQ(s3.largest_unit, 2 * 24);
+  EXPECT_EQ(s3.largest_unit_name, "transformer.h.0");
+  EXPECT_TRUE(stage3_is_root("transformer"));
+  EXPECT_TRUE(stage3_is_root("(root)"));
+  EXPECT_FALSE(stage3_is_root("features"));
+}
